@@ -1,0 +1,85 @@
+# gpudirect.rdma: set-up, local control plane, lint and tests.
+# `make help` lists the targets.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
+STATE_DIR ?= .envtest
+export PATH := $(BIN):$(PATH)
+export PYTHONPATH := $(CURDIR)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
+# The upstream CRDs, CSVs and release data (never copied into this repository).
+export GPUDIRECT_RDMA_SHARED ?= $(abspath $(CURDIR)/../shared)
+
+COLLECTION_LINK := .collections/ansible_collections/gpudirect/rdma
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(BIN)/activate: requirements.txt requirements-test.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-test.txt
+	touch $@
+
+$(COLLECTION_LINK):
+	mkdir -p $(dir $@)
+	ln -sfn $(CURDIR) $@
+
+.PHONY: venv
+venv: $(BIN)/activate $(COLLECTION_LINK) ## create .venv with the pinned requirements
+
+.PHONY: binaries
+binaries: ## build (or find) kube-apiserver, etcd and kubectl from the Go module proxy
+	bash hack/build-control-plane.sh
+
+.PHONY: cluster-up
+cluster-up: venv ## start the local control plane and the simulator; kubeconfig in .envtest/kubeconfig
+	$(BIN)/python -m tests.harness up --state-dir $(STATE_DIR)
+
+.PHONY: cluster-down
+cluster-down: ## stop exactly the processes cluster-up started
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m tests.harness down --state-dir $(STATE_DIR); fi
+
+.PHONY: cluster-status
+cluster-status: venv ## show the processes of the local control plane
+	$(BIN)/python -m tests.harness status --state-dir $(STATE_DIR)
+
+.PHONY: nodes
+nodes: venv ## register two fake GPU + NIC worker nodes (FABRIC=roce|infiniband)
+	$(BIN)/python -m tests.simulator --kubeconfig $(STATE_DIR)/simulator.kubeconfig nodes --count 2 --fabric $(or $(FABRIC),roce)
+
+.PHONY: lint
+lint: venv ## yamllint, ruff, ansible-lint (production profile)
+	$(BIN)/yamllint --strict .
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/ansible-lint --profile production
+
+.PHONY: unit
+unit: venv ## unit tests (no cluster)
+	$(BIN)/pytest tests/unit
+
+.PHONY: integration
+integration: venv ## integration tests and molecule scenarios against the local control plane
+	@set -e; trap '$(MAKE) --no-print-directory cluster-down' EXIT; \
+	$(MAKE) --no-print-directory cluster-up; \
+	GPUDIRECT_RDMA_STATE_DIR=$(abspath $(STATE_DIR)) $(BIN)/pytest tests/integration; \
+	GPUDIRECT_RDMA_STATE_DIR=$(abspath $(STATE_DIR)) K8S_AUTH_KUBECONFIG=$(abspath $(STATE_DIR))/kubeconfig \
+	  $(BIN)/molecule test --all
+
+.PHONY: build
+build: venv ## build the collection tarball
+	$(BIN)/ansible-galaxy collection build --force --output-path build
+
+.PHONY: test
+test: lint unit integration build ## everything CI runs
+
+.PHONY: clean
+clean: cluster-down ## remove the virtual environment, build output and control plane state
+	rm -rf $(VENV) .collections build $(STATE_DIR) .pytest_cache .ruff_cache

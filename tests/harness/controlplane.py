@@ -1,0 +1,394 @@
+"""A real local control plane: etcd and kube-apiserver on loopback, upstream CRDs loaded.
+
+Started the way controller-runtime's envtest starts them (RBAC on, client-certificate admin in
+system:masters, service-account key pair, the ServiceAccount admission plugin off), plus an audit
+log so tests can count the write requests of a run.
+
+Everything lives in one state directory (default: .envtest/ at the repository root):
+kubeconfig (the admin a user or playbook would use), harness.kubeconfig (test set-up),
+simulator.kubeconfig, audit.log, the logs of each process, pki/, etcd/ and state.json, which
+records the processes started so that stop() ends exactly those.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tests.harness.certs import CertificateAuthority, KeyPair, write_service_account_keys
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_STATE_DIR = REPO_ROOT / ".envtest"
+BUILD_SCRIPT = REPO_ROOT / "hack" / "build-control-plane.sh"
+
+ADMIN_USER = "gpudirect-rdma-admin"
+HARNESS_USER = "gpudirect-rdma-harness"
+SIMULATOR_USER = "gpudirect-rdma-simulator"
+MASTERS = "system:masters"
+
+_AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        # The server's own loopback traffic and health probes say nothing about a run.
+        {"level": "None", "users": ["system:apiserver"]},
+        {"level": "None", "nonResourceURLs": ["/healthz*", "/readyz*", "/livez*"]},
+        {"level": "Metadata"},
+    ],
+}
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be built, started, or stopped as asked."""
+
+
+def shared_dir() -> Path:
+    """The upstream reference files: $GPUDIRECT_RDMA_SHARED, else ../shared beside the repo."""
+    configured = os.environ.get("GPUDIRECT_RDMA_SHARED")
+    path = Path(configured) if configured else REPO_ROOT.parent / "shared"
+    if not (path / "crds").is_dir():
+        raise ControlPlaneError(
+            f"expected the upstream CRDs in {path / 'crds'} (set GPUDIRECT_RDMA_SHARED to the "
+            "folder that holds crds/ and reference/); found no such folder"
+        )
+    return path.resolve()
+
+
+def crd_files(shared: Path | None = None) -> list[Path]:
+    """Every CRD file in crds/<source>/, leaving out crds/alternatives/."""
+    root = (shared or shared_dir()) / "crds"
+    return sorted(p for p in root.glob("*/*.yaml") if p.parent.name != "alternatives")
+
+
+def binary_dir() -> Path:
+    """Where kube-apiserver, etcd (and kubectl) are: KUBEBUILDER_ASSETS, the cache, or a build."""
+    result = subprocess.run(
+        ["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False
+    )
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise ControlPlaneError(
+            f"{BUILD_SCRIPT} exited {result.returncode}; see its messages above"
+        )
+    return Path(lines[-1])
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Process:
+    name: str
+    pid: int
+    executable: str
+
+    def alive(self) -> bool:
+        """True while this pid still runs the executable it was started with."""
+        try:
+            cmdline = Path(f"/proc/{self.pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+        return cmdline.split(b"\0", 1)[0].decode(errors="replace") == self.executable
+
+
+class ControlPlane:
+    def __init__(self, state_dir: Path = DEFAULT_STATE_DIR):
+        self.state_dir = Path(state_dir).resolve()
+        self.pki = self.state_dir / "pki"
+        self.kubeconfig = self.state_dir / "kubeconfig"
+        self.harness_kubeconfig = self.state_dir / "harness.kubeconfig"
+        self.simulator_kubeconfig = self.state_dir / "simulator.kubeconfig"
+        self.audit_log = self.state_dir / "audit.log"
+        self.state_file = self.state_dir / "state.json"
+
+    # -- state -----------------------------------------------------------------------------
+    def _read_state(self) -> dict:
+        if not self.state_file.exists():
+            return {"processes": []}
+        return json.loads(self.state_file.read_text())
+
+    def _write_state(self, state: dict) -> None:
+        self.state_file.write_text(json.dumps(state, indent=2) + "\n")
+
+    def processes(self) -> list[Process]:
+        return [Process(**entry) for entry in self._read_state()["processes"]]
+
+    def _record(self, process: Process, **extra) -> None:
+        state = self._read_state()
+        state["processes"].append(process.__dict__)
+        state.update(extra)
+        self._write_state(state)
+
+    @property
+    def server(self) -> str:
+        return self._read_state()["server"]
+
+    def running(self) -> bool:
+        processes = self.processes()
+        return bool(processes) and all(p.alive() for p in processes)
+
+    # -- start -----------------------------------------------------------------------------
+    def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> Process:
+        log = open(self.state_dir / f"{name}.log", "wb")  # noqa: SIM115 - handed to the child
+        child = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+            cwd=REPO_ROOT,
+        )
+        log.close()
+        process = Process(name=name, pid=child.pid, executable=argv[0])
+        self._record(process)
+        return process
+
+    def start(self, timeout: float = 180.0) -> ControlPlane:
+        if self.running():
+            raise ControlPlaneError(
+                f"a control plane already runs from {self.state_dir} (pids "
+                f"{[p.pid for p in self.processes()]}); stop it first (make cluster-down)"
+            )
+        self.stop()  # leftovers of a crashed run: stop what still lives, clear the state
+        started = time.monotonic()
+        shared = shared_dir()
+        binaries = binary_dir()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        (self.state_dir / ".gitignore").write_text("*\n")
+        for leftover in ("etcd", "audit.log"):
+            path = self.state_dir / leftover
+            if path.is_dir():
+                subprocess.run(["rm", "-rf", str(path)], check=True)
+            elif path.exists():
+                path.unlink()
+
+        ca = CertificateAuthority.create(self.pki)
+        serving = ca.issue("apiserver", "kube-apiserver", server=True)
+        sa_keys = write_service_account_keys(self.pki)
+        policy = self.state_dir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump(_AUDIT_POLICY, sort_keys=False))
+
+        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        peer_url = f"http://127.0.0.1:{peer_port}"
+        self._write_state(
+            {"processes": [], "server": f"https://127.0.0.1:{api_port}", "binaries": str(binaries)}
+        )
+        self._spawn(
+            "etcd",
+            [
+                str(binaries / "etcd"),
+                f"--data-dir={self.state_dir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=default={peer_url}",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+        )
+        self._wait_http(f"{etcd_url}/health", None, started + timeout, "etcd")
+
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(binaries / "kube-apiserver"),
+                f"--etcd-servers={etcd_url}",
+                "--advertise-address=127.0.0.1",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--cert-dir={self.pki}",
+                f"--tls-cert-file={serving.cert}",
+                f"--tls-private-key-file={serving.key}",
+                f"--client-ca-file={ca.cert_path}",
+                "--authorization-mode=RBAC",
+                "--allow-privileged=true",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                f"--service-account-key-file={sa_keys.cert}",
+                f"--service-account-signing-key-file={sa_keys.key}",
+                f"--service-account-issuer=https://127.0.0.1:{api_port}",
+                "--disable-admission-plugins=ServiceAccount",
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-mode=blocking",
+                "--audit-log-maxsize=0",
+                "--v=0",
+            ],
+        )
+        self.write_kubeconfig(self.kubeconfig, ADMIN_USER, [MASTERS])
+        harness_cert = self.write_kubeconfig(self.harness_kubeconfig, HARNESS_USER, [MASTERS])
+        self.write_kubeconfig(self.simulator_kubeconfig, SIMULATOR_USER, [MASTERS])
+        self._wait_http(f"{self.server}/readyz", harness_cert, started + timeout, "kube-apiserver")
+        load_crds(self.harness_kubeconfig, crd_files(shared), deadline=started + timeout)
+        self._update_state(ready_seconds=round(time.monotonic() - started, 2))
+        return self
+
+    def _update_state(self, **values) -> None:
+        state = self._read_state()
+        state.update(values)
+        self._write_state(state)
+
+    def _wait_http(self, url: str, client_cert: KeyPair | None, deadline: float, what: str) -> None:
+        context = None
+        if client_cert is not None:
+            context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
+            context.load_cert_chain(client_cert.cert, client_cert.key)
+        last_error = "no answer yet"
+        while time.monotonic() < deadline:
+            for process in self.processes():
+                if not process.alive():
+                    raise ControlPlaneError(
+                        f"{process.name} (pid {process.pid}) exited while waiting for {what}; "
+                        f"see {self.state_dir / (process.name + '.log')}"
+                    )
+            try:
+                with urllib.request.urlopen(url, context=context, timeout=2) as answer:  # noqa: S310
+                    if answer.status == 200:
+                        return
+                    last_error = f"HTTP {answer.status}"
+            except (urllib.error.URLError, OSError) as error:
+                last_error = str(error)
+            time.sleep(0.2)
+        raise ControlPlaneError(f"{what} not ready at {url}: {last_error}")
+
+    def write_kubeconfig(self, path: Path, user: str, groups: list[str]) -> KeyPair:
+        """Issue a client certificate for user in groups, write a kubeconfig that uses it at
+        path, and return the certificate's key pair."""
+        ca = CertificateAuthority.load(self.pki)
+        pair = ca.issue(f"client-{user}", user, organizations=tuple(groups))
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "gpudirect-rdma-local",
+                    "cluster": {"server": self.server, "certificate-authority": str(ca.cert_path)},
+                }
+            ],
+            "users": [
+                {
+                    "name": user,
+                    "user": {"client-certificate": str(pair.cert), "client-key": str(pair.key)},
+                }
+            ],
+            "contexts": [
+                {
+                    "name": "gpudirect-rdma-local",
+                    "context": {"cluster": "gpudirect-rdma-local", "user": user},
+                }
+            ],
+            "current-context": "gpudirect-rdma-local",
+        }
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        path.chmod(0o600)
+        return pair
+
+    # -- extra processes (the simulator) ---------------------------------------------------
+    def start_simulator(
+        self, extra_args: list[str] | None = None, timeout: float = 30.0
+    ) -> Process:
+        """Start python -m tests.simulator and wait for its first tick (the marketplace's
+        CatalogSources reported READY)."""
+        process = self._spawn(
+            "simulator",
+            [
+                sys.executable,
+                "-m",
+                "tests.simulator",
+                "--kubeconfig",
+                str(self.simulator_kubeconfig),
+                *(extra_args or []),
+            ],
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        )
+        from kubernetes import client
+
+        custom = client.CustomObjectsApi(api_client(self.harness_kubeconfig))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not process.alive():
+                log = self.state_dir / "simulator.log"
+                raise ControlPlaneError(f"the simulator (pid {process.pid}) exited; see {log}")
+            sources = custom.list_cluster_custom_object(
+                "operators.coreos.com", "v1alpha1", "catalogsources"
+            )["items"]
+            if any((s.get("status") or {}).get("connectionState") for s in sources):
+                return process
+            time.sleep(0.2)
+        raise ControlPlaneError(f"the simulator did not start within {timeout}s")
+
+    # -- stop ------------------------------------------------------------------------------
+    def stop(self, timeout: float = 20.0) -> list[Process]:
+        """Stop the processes this state directory recorded, newest first; return them."""
+        stopped = []
+        for process in reversed(self.processes()):
+            if not process.alive():
+                continue
+            os.kill(process.pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while process.alive() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if process.alive():
+                os.kill(process.pid, signal.SIGKILL)
+            stopped.append(process)
+        if self.state_file.exists():
+            self.state_file.unlink()
+        return stopped
+
+
+def api_client(kubeconfig: Path):
+    """A kubernetes.client.ApiClient for one kubeconfig (no global configuration touched)."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    return client.ApiClient(configuration)
+
+
+def load_crds(kubeconfig: Path, files: list[Path], deadline: float) -> None:
+    """Create every CRD in files and wait until each is Established."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    api = client.ApiextensionsV1Api(api_client(kubeconfig))
+    names = []
+    for path in files:
+        for document in yaml.safe_load_all(path.read_text()):
+            if not document:
+                continue
+            names.append(document["metadata"]["name"])
+            try:
+                api.create_custom_resource_definition(document)
+            except ApiException as error:
+                if error.status != 409:
+                    raise ControlPlaneError(
+                        f"the server refused the CRD in {path}: {error.body}"
+                    ) from error
+    pending = set(names)
+    while pending and time.monotonic() < deadline:
+        for crd in api.list_custom_resource_definition().items:
+            conditions = {c.type: c.status for c in (crd.status.conditions or [])}
+            if conditions.get("Established") == "True":
+                pending.discard(crd.metadata.name)
+        if pending:
+            time.sleep(0.2)
+    if pending:
+        raise ControlPlaneError(f"CRDs not Established in time: {sorted(pending)}")

@@ -1,0 +1,109 @@
+"""Fixtures for tests against the real local control plane.
+
+`make integration` starts one control plane (with the simulator) and passes its state directory
+in GPUDIRECT_RDMA_STATE_DIR; run alone, pytest starts its own in a temporary directory and stops
+it at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from tests.harness.audit import AuditLog
+from tests.harness.controlplane import REPO_ROOT, ControlPlane, api_client
+from tests.simulator.core import DEFAULT_KNOBS, write_knobs
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory) -> ControlPlane:
+    state_dir = os.environ.get("GPUDIRECT_RDMA_STATE_DIR")
+    if state_dir:
+        plane = ControlPlane(Path(state_dir))
+        if not plane.running():
+            pytest.fail(f"GPUDIRECT_RDMA_STATE_DIR={state_dir} names no running control plane")
+        yield plane
+        return
+    plane = ControlPlane(tmp_path_factory.mktemp("envtest"))
+    plane.start()
+    try:
+        plane.start_simulator()
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="session")
+def harness(control_plane) -> client.ApiClient:
+    """An API client with the harness identity, for test set-up and reading results."""
+    return api_client(control_plane.harness_kubeconfig)
+
+
+@pytest.fixture(scope="session")
+def custom(harness) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(harness)
+
+
+@pytest.fixture(scope="session")
+def core(harness) -> client.CoreV1Api:
+    return client.CoreV1Api(harness)
+
+
+@pytest.fixture
+def namespace(core) -> str:
+    """A fresh namespace for one test."""
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}})
+    return name
+
+
+@pytest.fixture
+def knobs(harness):
+    """Set simulator knobs for one test; the defaults come back afterwards."""
+
+    def set_knobs(values: dict) -> None:
+        write_knobs(harness, values)
+        time.sleep(0.5)  # the simulator reads knobs once per tick
+
+    yield set_knobs
+    write_knobs(harness, DEFAULT_KNOBS)
+
+
+@pytest.fixture
+def audit(control_plane) -> AuditLog:
+    return AuditLog(control_plane.audit_log).mark()
+
+
+@pytest.fixture(scope="session")
+def run_playbook(control_plane):
+    """Run ansible-playbook as a user would, with the admin kubeconfig."""
+
+    def run(playbook: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        env = {
+            **os.environ,
+            "K8S_AUTH_KUBECONFIG": str(control_plane.kubeconfig),
+            "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
+            "ANSIBLE_FORCE_COLOR": "0",
+        }
+        result = subprocess.run(
+            [str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), *args],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            pytest.fail(
+                f"ansible-playbook {playbook.name} failed:\n{result.stdout}\n{result.stderr}"
+            )
+        return result
+
+    return run

@@ -1,0 +1,265 @@
+"""The simulator plays OLM the way OLM behaves: Subscription -> InstallPlan (held for approval
+with installPlanApproval: Manual) -> ClusterServiceVersion from the real bundle -> Succeeded;
+OperatorGroup mistakes and knobs for failure and delay. And it registers fake GPU + NIC nodes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kubernetes.client.rest import ApiException
+
+from tests.integration.helpers import wait_for
+from tests.simulator.nodes import HARDWARE_ANNOTATION, NFD_GPU_NIC_LABELS, register_nodes
+
+OLM = ("operators.coreos.com", "v1alpha1")
+
+
+def _operator_group(custom, namespace, targets=None):
+    custom.create_namespaced_custom_object(
+        "operators.coreos.com",
+        "v1",
+        namespace,
+        "operatorgroups",
+        {
+            "apiVersion": "operators.coreos.com/v1",
+            "kind": "OperatorGroup",
+            "metadata": {"name": "group", "namespace": namespace},
+            "spec": {"targetNamespaces": [namespace] if targets is None else targets},
+        },
+    )
+
+
+def _subscribe(custom, namespace, package, **spec):
+    body = {
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "Subscription",
+        "metadata": {"name": package, "namespace": namespace},
+        "spec": {
+            "name": package,
+            "source": spec.pop("source", "certified-operators"),
+            "sourceNamespace": "openshift-marketplace",
+            **spec,
+        },
+    }
+    return custom.create_namespaced_custom_object(*OLM, namespace, "subscriptions", body)
+
+
+def _get(custom, namespace, plural, name):
+    try:
+        return custom.get_namespaced_custom_object(*OLM, namespace, plural, name)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def _list(custom, namespace, plural):
+    return custom.list_namespaced_custom_object(*OLM, namespace, plural)["items"]
+
+
+def _subscription_status(custom, namespace, name):
+    return (_get(custom, namespace, "subscriptions", name) or {}).get("status") or {}
+
+
+def _csv_phase(custom, namespace, name):
+    csv = _get(custom, namespace, "clusterserviceversions", name)
+    return ((csv or {}).get("status") or {}).get("phase")
+
+
+def test_default_catalog_sources_are_ready(custom):
+    for name in ("redhat-operators", "certified-operators"):
+        source = custom.get_namespaced_custom_object(
+            *OLM, "openshift-marketplace", "catalogsources", name
+        )
+        assert source["status"]["connectionState"]["lastObservedState"] == "READY"
+
+
+def test_manual_install_plan_waits_for_approval_then_csv_succeeds(custom, namespace):
+    _operator_group(custom, namespace)
+    _subscribe(
+        custom,
+        namespace,
+        "gpu-operator-certified",
+        channel="v26.3",
+        installPlanApproval="Manual",
+        startingCSV="gpu-operator-certified.v26.3.3",
+    )
+    plan_name = wait_for(
+        lambda: (
+            _subscription_status(custom, namespace, "gpu-operator-certified")
+            .get("installPlanRef", {})
+            .get("name")
+        ),
+        what="an InstallPlan referenced by the Subscription",
+    )
+    plan = _get(custom, namespace, "installplans", plan_name)
+    assert plan["spec"]["approval"] == "Manual"
+    assert plan["spec"]["approved"] is False
+    assert plan["spec"]["clusterServiceVersionNames"] == ["gpu-operator-certified.v26.3.3"]
+    assert plan["status"]["phase"] == "RequiresApproval"
+    status = _subscription_status(custom, namespace, "gpu-operator-certified")
+    assert status["state"] == "UpgradePending"
+    assert status["currentCSV"] == "gpu-operator-certified.v26.3.3"
+
+    # Unapproved, nothing is installed however long one waits.
+    time.sleep(1.5)
+    assert (
+        _get(custom, namespace, "installplans", plan_name)["status"]["phase"] == "RequiresApproval"
+    )
+    assert _list(custom, namespace, "clusterserviceversions") == []
+
+    custom.patch_namespaced_custom_object(
+        *OLM, namespace, "installplans", plan_name, {"spec": {"approved": True}}
+    )
+    wait_for(
+        lambda: _csv_phase(custom, namespace, "gpu-operator-certified.v26.3.3") == "Succeeded",
+        what="the CSV to reach Succeeded",
+    )
+    csv = _get(custom, namespace, "clusterserviceversions", "gpu-operator-certified.v26.3.3")
+    phases = [c["phase"] for c in csv["status"]["conditions"]]
+    assert phases == ["Pending", "InstallReady", "Installing", "Succeeded"]
+    # Built from the real bundle: its alm-examples are there for the collection to read.
+    assert '"kind": "ClusterPolicy"' in csv["metadata"]["annotations"]["alm-examples"]
+    assert _get(custom, namespace, "installplans", plan_name)["status"]["phase"] == "Complete"
+    status = wait_for(
+        lambda: (
+            (s := _subscription_status(custom, namespace, "gpu-operator-certified")).get("state")
+            == "AtLatestKnown"
+            and s
+        ),
+        what="the Subscription to reach AtLatestKnown",
+    )
+    assert status["installedCSV"] == "gpu-operator-certified.v26.3.3"
+
+
+def test_automatic_approval_installs_the_newest_bundle_of_the_channel(custom, namespace):
+    _operator_group(custom, namespace)
+    _subscribe(custom, namespace, "nfd", source="redhat-operators", channel="stable")
+    status = wait_for(
+        lambda: (s := _subscription_status(custom, namespace, "nfd")).get("installedCSV") and s,
+        what="the nfd Subscription to be installed",
+    )
+    assert status["installedCSV"] == "nfd.v5.0.0"
+    plan = _get(custom, namespace, "installplans", status["installPlanRef"]["name"])
+    assert plan["spec"]["approved"] is True
+    wait_for(
+        lambda: _csv_phase(custom, namespace, "nfd.v5.0.0") == "Succeeded", what="CSV Succeeded"
+    )
+
+
+def test_csv_without_an_operator_group_fails_until_one_exists(custom, namespace):
+    _subscribe(custom, namespace, "nvidia-network-operator", channel="stable")
+    wait_for(
+        lambda: _csv_phase(custom, namespace, "nvidia-network-operator.v26.4.1") == "Failed",
+        what="the CSV to fail for want of an OperatorGroup",
+    )
+    csv = _get(custom, namespace, "clusterserviceversions", "nvidia-network-operator.v26.4.1")
+    assert csv["status"]["reason"] == "NoOperatorGroup"
+    _operator_group(custom, namespace)
+    wait_for(
+        lambda: _csv_phase(custom, namespace, "nvidia-network-operator.v26.4.1") == "Succeeded",
+        what="the CSV to succeed once the OperatorGroup exists",
+    )
+
+
+def test_operator_group_watching_all_namespaces_is_unsupported_for_the_network_operator(
+    custom, namespace
+):
+    _operator_group(custom, namespace, targets=[])
+    _subscribe(custom, namespace, "nvidia-network-operator", channel="stable")
+    wait_for(
+        lambda: _csv_phase(custom, namespace, "nvidia-network-operator.v26.4.1") == "Failed",
+        what="the CSV to fail",
+    )
+    csv = _get(custom, namespace, "clusterserviceversions", "nvidia-network-operator.v26.4.1")
+    assert csv["status"]["reason"] == "UnsupportedOperatorGroup"
+    assert "all namespaces" in csv["status"]["message"]
+
+
+def test_unknown_channel_fails_resolution(custom, namespace):
+    _operator_group(custom, namespace)
+    _subscribe(custom, namespace, "gpu-operator-certified", channel="v1.0")
+    conditions = wait_for(
+        lambda: _subscription_status(custom, namespace, "gpu-operator-certified").get("conditions"),
+        what="a Subscription condition",
+    )
+    assert conditions[0]["type"] == "ResolutionFailed"
+    assert (
+        "no operators found in channel v1.0 of package gpu-operator-certified"
+        in conditions[0]["message"]
+    )
+    assert _list(custom, namespace, "installplans") == []
+
+
+def test_missing_catalog_source_is_reported(custom, namespace):
+    _operator_group(custom, namespace)
+    _subscribe(custom, namespace, "nfd", source="my-mirror", channel="stable")
+    conditions = wait_for(
+        lambda: _subscription_status(custom, namespace, "nfd").get("conditions"),
+        what="a Subscription condition",
+    )
+    assert conditions[0]["type"] == "CatalogSourcesUnhealthy"
+    assert "openshift-marketplace/my-mirror missing" in conditions[0]["message"]
+
+
+def test_knob_makes_a_package_fail(custom, namespace, knobs):
+    knobs({"olm": {"failing_packages": ["nfd"]}})
+    _operator_group(custom, namespace)
+    _subscribe(custom, namespace, "nfd", source="redhat-operators", channel="stable")
+    wait_for(lambda: _csv_phase(custom, namespace, "nfd.v5.0.0") == "Failed", what="CSV Failed")
+    csv = _get(custom, namespace, "clusterserviceversions", "nfd.v5.0.0")
+    assert csv["status"]["reason"] == "InstallComponentFailed"
+
+
+def test_knob_makes_a_catalog_unhealthy(custom, knobs):
+    knobs({"olm": {"unhealthy_catalogs": ["certified-operators"]}})
+
+    def state():
+        source = custom.get_namespaced_custom_object(
+            *OLM, "openshift-marketplace", "catalogsources", "certified-operators"
+        )
+        return source["status"]["connectionState"]["lastObservedState"]
+
+    wait_for(lambda: state() == "TRANSIENT_FAILURE", what="the catalog to turn unhealthy")
+
+
+def test_knob_delays_every_step(custom, namespace, knobs):
+    knobs({"delay_seconds": 1})
+    _operator_group(custom, namespace)
+    began = time.monotonic()
+    _subscribe(custom, namespace, "nfd", source="redhat-operators", channel="stable")
+    wait_for(
+        lambda: _csv_phase(custom, namespace, "nfd.v5.0.0") == "Succeeded",
+        timeout=60,
+        what="CSV Succeeded",
+    )
+    # resolve, install, then four CSV phases: six delayed steps.
+    assert time.monotonic() - began >= 6
+
+
+def test_fake_nodes_carry_nfd_labels_and_hardware(harness, core):
+    names = register_nodes(harness, 2, prefix="sim-gpu")
+    assert names == ["sim-gpu-0", "sim-gpu-1"]
+    for name in names:
+        node = core.read_node(name)
+        for label, value in NFD_GPU_NIC_LABELS.items():
+            assert node.metadata.labels[label] == value
+        assert "node-role.kubernetes.io/worker" in node.metadata.labels
+        assert '"ens8f0np0"' in node.metadata.annotations[HARDWARE_ANNOTATION]
+        ready = next(c for c in node.status.conditions if c.type == "Ready")
+        assert ready.status == "True"
+
+
+def test_fake_nodes_without_nfd_labels(harness, core):
+    (name,) = register_nodes(harness, 1, prefix="sim-bare", nfd_labels=False)
+    labels = core.read_node(name).metadata.labels
+    assert not any(label in labels for label in NFD_GPU_NIC_LABELS)
+
+
+@pytest.fixture(autouse=True)
+def _cleanup_nodes(core):
+    yield
+    for node in core.list_node().items:
+        if node.metadata.name.startswith("sim-"):
+            core.delete_node(node.metadata.name)

@@ -1,0 +1,135 @@
+"""The simulator's frame: the API handles, the knobs, the delay gate and the loop.
+
+Each simulated controller is an object with a `name` and a `reconcile(world)` method; the loop
+calls every controller a few times a second. Controllers write status, and the objects their
+real counterpart would create; they never change what somebody else created.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+log = logging.getLogger("simulator")
+
+KNOBS_NAMESPACE = "gpudirect-rdma-simulator"
+KNOBS_CONFIGMAP = "knobs"
+KNOBS_KEY = "knobs.yaml"
+
+DEFAULT_KNOBS: dict = {
+    # Minimum seconds between two steps of any simulated controller (OLM phases, ...).
+    "delay_seconds": 0,
+    "olm": {
+        # CatalogSources (by name) reported TRANSIENT_FAILURE instead of READY.
+        "unhealthy_catalogs": [],
+        # Packages whose Subscriptions end in ResolutionFailed.
+        "unresolvable_packages": [],
+        # Packages whose ClusterServiceVersion ends in phase Failed.
+        "failing_packages": [],
+    },
+}
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def merge(base: dict, override: dict) -> dict:
+    """A new dict: base with override laid over it, nested dicts merged, not replaced."""
+    merged = dict(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+@dataclass
+class World:
+    """What one tick of the loop sees: the API handles and the knobs in force."""
+
+    api_client: client.ApiClient
+    knobs: dict = field(default_factory=lambda: merge(DEFAULT_KNOBS, {}))
+
+    def __post_init__(self) -> None:
+        self.core = client.CoreV1Api(self.api_client)
+        self.custom = client.CustomObjectsApi(self.api_client)
+
+
+class DelayGate:
+    """Lets a step happen only once delay_seconds have passed since the step was first due."""
+
+    def __init__(self) -> None:
+        self._first_due: dict[tuple[str, str], float] = {}
+
+    def due(self, uid: str, step: str, delay: float) -> bool:
+        first = self._first_due.setdefault((uid, step), time.monotonic())
+        return time.monotonic() - first >= delay
+
+
+def read_knobs(core: client.CoreV1Api) -> dict:
+    try:
+        config_map = core.read_namespaced_config_map(KNOBS_CONFIGMAP, KNOBS_NAMESPACE)
+    except ApiException as error:
+        if error.status == 404:
+            return merge(DEFAULT_KNOBS, {})
+        raise
+    return merge(DEFAULT_KNOBS, yaml.safe_load((config_map.data or {}).get(KNOBS_KEY) or "{}"))
+
+
+def write_knobs(api_client: client.ApiClient, knobs: dict) -> None:
+    """Set the knobs the running simulator reads on its next tick (used by tests)."""
+    core = client.CoreV1Api(api_client)
+    try:
+        core.create_namespace({"metadata": {"name": KNOBS_NAMESPACE}})
+    except ApiException as error:
+        if error.status != 409:
+            raise
+    body = {
+        "metadata": {"name": KNOBS_CONFIGMAP, "namespace": KNOBS_NAMESPACE},
+        "data": {KNOBS_KEY: yaml.safe_dump(knobs)},
+    }
+    try:
+        core.replace_namespaced_config_map(KNOBS_CONFIGMAP, KNOBS_NAMESPACE, body)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        core.create_namespaced_config_map(KNOBS_NAMESPACE, body)
+
+
+class Simulator:
+    def __init__(self, api_client: client.ApiClient, controllers: list, interval: float = 0.2):
+        self.api_client = api_client
+        self.controllers = controllers
+        self.interval = interval
+
+    def tick(self) -> None:
+        world = World(self.api_client, read_knobs(client.CoreV1Api(self.api_client)))
+        for controller in self.controllers:
+            try:
+                controller.reconcile(world)
+            except ApiException as error:
+                # Conflicts and races with the collection are normal: try again next tick.
+                log.debug("%s: %s %s", controller.name, error.status, error.reason)
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.tick()
+            except Exception:  # the loop must outlive one bad tick; the log says what broke
+                log.exception("tick failed")
+            stop.wait(self.interval)
+
+    def start_thread(self) -> tuple[threading.Thread, threading.Event]:
+        stop = threading.Event()
+        thread = threading.Thread(target=self.run, args=(stop,), name="simulator", daemon=True)
+        thread.start()
+        return thread, stop

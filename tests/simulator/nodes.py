@@ -1,0 +1,138 @@
+"""Fake worker Nodes: registered as a kubelet would register them, with the labels NFD puts on
+nodes that have NVIDIA GPUs and NVIDIA (Mellanox) NICs.
+
+Each node also carries the hardware it pretends to have in the annotation HARDWARE_ANNOTATION
+(JSON: GPUs, and NICs with name, link type and MAC), which later simulated operators read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from tests.simulator.core import now
+
+HARDWARE_ANNOTATION = "simulator.gpudirect.rdma/hardware"
+
+# What NFD, configured as Red Hat documents for GPUDirect RDMA, labels such a node with.
+NFD_GPU_NIC_LABELS = {
+    "feature.node.kubernetes.io/pci-15b3.present": "true",
+    "feature.node.kubernetes.io/pci-15b3.sriov.capable": "true",
+    "feature.node.kubernetes.io/pci-10de.present": "true",
+    "feature.node.kubernetes.io/rdma.capable": "true",
+    "feature.node.kubernetes.io/network-sriov.capable": "true",
+}
+
+
+@dataclass(frozen=True)
+class Nic:
+    name: str
+    link_type: str = "eth"  # eth | ib
+    mac: str = ""
+
+
+@dataclass(frozen=True)
+class Hardware:
+    gpus: int = 8
+    nics: tuple[Nic, ...] = field(default_factory=lambda: (Nic("ens8f0np0"),))
+
+    def as_annotation(self) -> str:
+        return json.dumps(
+            {
+                "gpus": self.gpus,
+                "nics": [
+                    {"name": n.name, "linkType": n.link_type, "mac": n.mac} for n in self.nics
+                ],
+            },
+            sort_keys=True,
+        )
+
+
+def _mac(index: int, port: int) -> str:
+    return f"b8:3f:d2:{(index >> 8) & 0xFF:02x}:{index & 0xFF:02x}:{port:02x}"
+
+
+def node_object(name: str, index: int, hardware: Hardware, nfd_labels: bool) -> dict:
+    nics = tuple(
+        Nic(n.name, n.link_type, n.mac or _mac(index, port)) for port, n in enumerate(hardware.nics)
+    )
+    hardware = Hardware(hardware.gpus, nics)
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node-role.kubernetes.io/worker": "",
+    }
+    if nfd_labels:
+        labels.update(NFD_GPU_NIC_LABELS)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {HARDWARE_ANNOTATION: hardware.as_annotation()},
+        },
+        "spec": {},
+    }
+
+
+def node_status() -> dict:
+    stamp = now()
+    resources = {"cpu": "64", "memory": "512Gi", "pods": "250", "ephemeral-storage": "500Gi"}
+    return {
+        "capacity": resources,
+        "allocatable": resources,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "kubelet is posting ready status (simulated)",
+                "lastHeartbeatTime": stamp,
+                "lastTransitionTime": stamp,
+            }
+        ],
+        "addresses": [],
+        "nodeInfo": {
+            "architecture": "amd64",
+            "operatingSystem": "linux",
+            "osImage": "Red Hat Enterprise Linux CoreOS (simulated)",
+            "kernelVersion": "5.14.0-simulated",
+            "containerRuntimeVersion": "cri-o://simulated",
+            "kubeletVersion": "v1.35.4",
+            "kubeProxyVersion": "",
+            "bootID": "",
+            "machineID": "",
+            "systemUUID": "",
+        },
+    }
+
+
+def register_nodes(
+    api_client: client.ApiClient,
+    count: int = 2,
+    *,
+    prefix: str = "worker",
+    hardware: Hardware | None = None,
+    nfd_labels: bool = True,
+) -> list[str]:
+    """Create count Ready worker nodes (prefix-0, prefix-1, ...) and return their names.
+    Nodes that already exist are left as they are."""
+    core = client.CoreV1Api(api_client)
+    hardware = hardware or Hardware()
+    names = []
+    for index in range(count):
+        name = f"{prefix}-{index}"
+        try:
+            core.create_node(node_object(name, index, hardware, nfd_labels))
+        except ApiException as error:
+            if error.status != 409:
+                raise
+        else:
+            core.patch_node_status(name, {"status": node_status()})
+        names.append(name)
+    return names

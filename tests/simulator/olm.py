@@ -1,0 +1,528 @@
+"""OLM and the marketplace operator, played on a bare API server.
+
+- Marketplace: the `redhat-operators` and `certified-operators` CatalogSources exist in
+  `openshift-marketplace`; every CatalogSource reports `READY` (or `TRANSIENT_FAILURE` by knob).
+- Subscription: resolved against the catalog (real CSVs); an InstallPlan is created for the
+  bundle (approved at once with `installPlanApproval: Automatic`, left `RequiresApproval` with
+  `Manual` until somebody sets `spec.approved: true`); the Subscription status follows
+  (`UpgradePending`, then `AtLatestKnown` with `installedCSV`).
+- InstallPlan: once approved, it creates the bundle's ClusterServiceVersion in the
+  Subscription's namespace and turns `Complete`.
+- ClusterServiceVersion: checks the namespace's OperatorGroups against the CSV's installModes as
+  OLM does (`NoOperatorGroup`, `TooManyOperatorGroups`, `UnsupportedOperatorGroup`), then walks
+  `Pending`, `InstallReady`, `Installing`, `Succeeded`.
+- OperatorGroup: `status.namespaces` from `spec.targetNamespaces`.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import string
+
+from kubernetes.client.rest import ApiException
+
+from tests.simulator.catalog import CATALOG_PACKAGES, MARKETPLACE_NAMESPACE, Catalog
+from tests.simulator.core import DelayGate, World, now
+
+GROUP = "operators.coreos.com"
+V1ALPHA1 = "v1alpha1"
+
+_CSV_PHASES = ("Pending", "InstallReady", "Installing", "Succeeded")
+_PHASE_REASONS = {
+    "Pending": ("RequirementsUnknown", "requirements not yet checked"),
+    "InstallReady": ("AllRequirementsMet", "all requirements found, attempting install"),
+    "Installing": ("InstallSucceeded", "waiting for install components to report healthy"),
+    "Succeeded": ("InstallSucceeded", "install strategy completed with no errors"),
+}
+# Reasons OLM leaves behind a Failed CSV that it retries once the OperatorGroups change.
+_OPERATOR_GROUP_REASONS = {"NoOperatorGroup", "TooManyOperatorGroups", "UnsupportedOperatorGroup"}
+
+
+def _suffix() -> str:
+    return "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+
+
+def _condition(type_: str, status: str, reason: str = "", message: str = "") -> dict:
+    condition = {"type": type_, "status": status, "lastTransitionTime": now()}
+    if reason:
+        condition["reason"] = reason
+    if message:
+        condition["message"] = message
+    return condition
+
+
+def _owner(obj: dict, controller: bool = False) -> dict:
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"]["uid"],
+        "controller": controller,
+        "blockOwnerDeletion": False,
+    }
+
+
+def _package_label(package: str, namespace: str) -> str:
+    return f"operators.coreos.com/{package}.{namespace}"
+
+
+class Marketplace:
+    name = "marketplace"
+
+    def __init__(self) -> None:
+        self._ensured = False
+
+    def _ensure_default_sources(self, world: World) -> None:
+        try:
+            world.core.create_namespace({"metadata": {"name": MARKETPLACE_NAMESPACE}})
+        except ApiException as error:
+            if error.status != 409:
+                raise
+        for name in CATALOG_PACKAGES:
+            body = {
+                "apiVersion": f"{GROUP}/{V1ALPHA1}",
+                "kind": "CatalogSource",
+                "metadata": {"name": name, "namespace": MARKETPLACE_NAMESPACE},
+                "spec": {
+                    "sourceType": "grpc",
+                    "displayName": name.replace("-", " ").title(),
+                    "publisher": "Red Hat",
+                },
+            }
+            try:
+                world.custom.create_namespaced_custom_object(
+                    GROUP, V1ALPHA1, MARKETPLACE_NAMESPACE, "catalogsources", body
+                )
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+        self._ensured = True
+
+    def reconcile(self, world: World) -> None:
+        if not self._ensured:
+            self._ensure_default_sources(world)
+        unhealthy = set(world.knobs["olm"]["unhealthy_catalogs"])
+        sources = world.custom.list_cluster_custom_object(GROUP, V1ALPHA1, "catalogsources")
+        for source in sources["items"]:
+            state = "TRANSIENT_FAILURE" if source["metadata"]["name"] in unhealthy else "READY"
+            connection = (source.get("status") or {}).get("connectionState") or {}
+            if connection.get("lastObservedState") == state:
+                continue
+            source["status"] = {
+                "connectionState": {
+                    "lastObservedState": state,
+                    "lastConnect": now(),
+                    "address": "{name}.{namespace}.svc:50051".format(**source["metadata"]),
+                }
+            }
+            world.custom.replace_namespaced_custom_object_status(
+                GROUP,
+                V1ALPHA1,
+                source["metadata"]["namespace"],
+                "catalogsources",
+                source["metadata"]["name"],
+                source,
+            )
+
+
+class SubscriptionController:
+    name = "olm-subscriptions"
+
+    def __init__(self, catalog: Catalog, gate: DelayGate) -> None:
+        self.catalog = catalog
+        self.gate = gate
+
+    def _serves(self, source: dict, package: str) -> bool:
+        """The two OpenShift catalogs serve their own packages; any other (a mirror) all."""
+        served = CATALOG_PACKAGES.get(source["metadata"]["name"])
+        if source["metadata"]["namespace"] == MARKETPLACE_NAMESPACE and served is not None:
+            return package in served
+        return True
+
+    def _set_status(self, world: World, sub: dict, status: dict) -> None:
+        current = sub.get("status") or {}
+        if {k: v for k, v in current.items() if k != "lastUpdated"} == status:
+            return
+        sub["status"] = {**status, "lastUpdated": now()}
+        world.custom.replace_namespaced_custom_object_status(
+            GROUP,
+            V1ALPHA1,
+            sub["metadata"]["namespace"],
+            "subscriptions",
+            sub["metadata"]["name"],
+            sub,
+        )
+
+    def reconcile(self, world: World) -> None:
+        subs = world.custom.list_cluster_custom_object(GROUP, V1ALPHA1, "subscriptions")
+        for sub in subs["items"]:
+            self._reconcile_one(world, sub)
+
+    def _reconcile_one(self, world: World, sub: dict) -> None:
+        spec = sub["spec"]
+        namespace = sub["metadata"]["namespace"]
+        status = {k: v for k, v in (sub.get("status") or {}).items() if k != "lastUpdated"}
+        package = spec["name"]
+
+        try:
+            source = world.custom.get_namespaced_custom_object(
+                GROUP, V1ALPHA1, spec["sourceNamespace"], "catalogsources", spec["source"]
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            source = None
+        healthy = source is not None and (
+            (source.get("status") or {}).get("connectionState", {}).get("lastObservedState")
+            == "READY"
+        )
+        if not healthy:
+            problem = "missing" if source is None else "unhealthy"
+            self._set_status(
+                world,
+                sub,
+                {
+                    **{k: v for k, v in status.items() if k not in ("conditions", "catalogHealth")},
+                    "catalogHealth": [],
+                    "conditions": [
+                        _condition(
+                            "CatalogSourcesUnhealthy",
+                            "True",
+                            "UnhealthyCatalogSourceFound",
+                            f"targeted catalogsource {spec['sourceNamespace']}/{spec['source']} "
+                            f"{problem}",
+                        )
+                    ],
+                },
+            )
+            return
+
+        if status.get("installPlanRef"):
+            self._follow_install_plan(world, sub, status)
+            return
+
+        bundle = None
+        if package not in world.knobs["olm"]["unresolvable_packages"] and self._serves(
+            source, package
+        ):
+            bundle = self.catalog.resolve(package, spec.get("channel"), spec.get("startingCSV"))
+        if bundle is None:
+            wanted = f"channel {spec.get('channel') or '(default)'} of package {package}"
+            if spec.get("startingCSV"):
+                wanted = f"{spec['startingCSV']} in {wanted}"
+            self._set_status(
+                world,
+                sub,
+                {
+                    "catalogHealth": [],
+                    "conditions": [
+                        _condition(
+                            "ResolutionFailed",
+                            "True",
+                            "ConstraintsNotSatisfiable",
+                            f"constraints not satisfiable: no operators found in {wanted} in "
+                            f"the catalog referenced by subscription {sub['metadata']['name']}",
+                        )
+                    ],
+                },
+            )
+            return
+        if not self.gate.due(sub["metadata"]["uid"], "resolve", world.knobs["delay_seconds"]):
+            return
+
+        approval = spec.get("installPlanApproval") or "Automatic"
+        plan = {
+            "apiVersion": f"{GROUP}/{V1ALPHA1}",
+            "kind": "InstallPlan",
+            "metadata": {
+                "name": f"install-{_suffix()}",
+                "namespace": namespace,
+                "labels": {_package_label(package, namespace): ""},
+                "ownerReferences": [_owner(sub)],
+            },
+            "spec": {
+                "approval": approval,
+                "approved": approval == "Automatic",
+                "clusterServiceVersionNames": [bundle.csv_name],
+                "generation": int(status.get("installPlanGeneration", 0)) + 1,
+            },
+        }
+        plan = world.custom.create_namespaced_custom_object(
+            GROUP, V1ALPHA1, namespace, "installplans", plan
+        )
+        plan["status"] = {
+            "phase": "RequiresApproval" if approval == "Manual" else "Installing",
+            "catalogSources": [spec["source"]],
+            "bundleLookups": [
+                {
+                    "identifier": bundle.csv_name,
+                    "path": f"simulated/{bundle.package}:{bundle.version}",
+                    "catalogSourceRef": {
+                        "name": spec["source"],
+                        "namespace": spec["sourceNamespace"],
+                    },
+                    "replaces": "",
+                }
+            ],
+        }
+        world.custom.replace_namespaced_custom_object_status(
+            GROUP, V1ALPHA1, namespace, "installplans", plan["metadata"]["name"], plan
+        )
+        self._set_status(
+            world,
+            sub,
+            {
+                "catalogHealth": [],
+                "currentCSV": bundle.csv_name,
+                "installPlanGeneration": plan["spec"]["generation"],
+                "installPlanRef": {
+                    "apiVersion": f"{GROUP}/{V1ALPHA1}",
+                    "kind": "InstallPlan",
+                    "name": plan["metadata"]["name"],
+                    "namespace": namespace,
+                    "resourceVersion": plan["metadata"]["resourceVersion"],
+                    "uid": plan["metadata"]["uid"],
+                },
+                "installplan": {
+                    "apiVersion": f"{GROUP}/{V1ALPHA1}",
+                    "kind": "InstallPlan",
+                    "name": plan["metadata"]["name"],
+                    "uuid": plan["metadata"]["uid"],
+                },
+                "state": "UpgradePending",
+                "conditions": [
+                    _condition(
+                        "InstallPlanPending",
+                        "True",
+                        "RequiresApproval" if approval == "Manual" else "Installing",
+                    )
+                ],
+            },
+        )
+
+    def _follow_install_plan(self, world: World, sub: dict, status: dict) -> None:
+        ref = status["installPlanRef"]
+        try:
+            plan = world.custom.get_namespaced_custom_object(
+                GROUP, V1ALPHA1, ref["namespace"], "installplans", ref["name"]
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            return
+        phase = (plan.get("status") or {}).get("phase")
+        if phase == "Complete":
+            self._set_status(
+                world,
+                sub,
+                {
+                    **status,
+                    "installedCSV": status.get("currentCSV"),
+                    "state": "AtLatestKnown",
+                    "conditions": [],
+                },
+            )
+        elif phase == "Failed":
+            self._set_status(
+                world,
+                sub,
+                {
+                    **status,
+                    "conditions": [
+                        _condition("InstallPlanFailed", "True", "InstallComponentFailed")
+                    ],
+                },
+            )
+
+
+class InstallPlanController:
+    name = "olm-installplans"
+
+    def __init__(self, catalog: Catalog, gate: DelayGate) -> None:
+        self.catalog = catalog
+        self.gate = gate
+
+    def reconcile(self, world: World) -> None:
+        plans = world.custom.list_cluster_custom_object(GROUP, V1ALPHA1, "installplans")
+        for plan in plans["items"]:
+            status = plan.get("status") or {}
+            if status.get("phase") in ("Complete", "Failed") or not status:
+                continue
+            if not plan["spec"].get("approved"):
+                continue
+            if not self.gate.due(plan["metadata"]["uid"], "install", world.knobs["delay_seconds"]):
+                continue
+            namespace = plan["metadata"]["namespace"]
+            for csv_name in plan["spec"]["clusterServiceVersionNames"]:
+                bundle = next((b for b in self.catalog.bundles if b.csv_name == csv_name), None)
+                if bundle is None:
+                    continue
+                csv = copy.deepcopy(bundle.csv)
+                csv.pop("status", None)
+                metadata = csv["metadata"]
+                csv["metadata"] = {
+                    "name": metadata["name"],
+                    "namespace": namespace,
+                    "annotations": dict(metadata.get("annotations") or {}),
+                    "labels": {
+                        **(metadata.get("labels") or {}),
+                        _package_label(bundle.package, namespace): "",
+                    },
+                }
+                try:
+                    world.custom.create_namespaced_custom_object(
+                        GROUP, V1ALPHA1, namespace, "clusterserviceversions", csv
+                    )
+                except ApiException as error:
+                    if error.status != 409:
+                        raise
+            plan["status"] = {
+                **status,
+                "phase": "Complete",
+                "startTime": status.get("startTime", now()),
+            }
+            world.custom.replace_namespaced_custom_object_status(
+                GROUP, V1ALPHA1, namespace, "installplans", plan["metadata"]["name"], plan
+            )
+
+
+def _install_mode(operator_group: dict, namespace: str) -> str:
+    targets = [t for t in (operator_group.get("spec") or {}).get("targetNamespaces") or [] if t]
+    if not targets:
+        return "AllNamespaces"
+    if targets == [namespace]:
+        return "OwnNamespace"
+    if len(targets) == 1:
+        return "SingleNamespace"
+    return "MultiNamespace"
+
+
+_MODE_WORDS = {
+    "AllNamespaces": "all namespaces",
+    "OwnNamespace": "own namespace",
+    "SingleNamespace": "one namespace",
+    "MultiNamespace": "multiple namespaces",
+}
+
+
+class ClusterServiceVersionController:
+    name = "olm-csvs"
+
+    def __init__(self, catalog: Catalog, gate: DelayGate) -> None:
+        self.catalog = catalog
+        self.gate = gate
+
+    def _operator_group_problem(self, world: World, csv: dict) -> tuple[str, str] | None:
+        namespace = csv["metadata"]["namespace"]
+        groups = world.custom.list_namespaced_custom_object(
+            GROUP, "v1", namespace, "operatorgroups"
+        )["items"]
+        if not groups:
+            return "NoOperatorGroup", "csv in namespace with no operatorgroups"
+        if len(groups) > 1:
+            return (
+                "TooManyOperatorGroups",
+                "csv created in namespace with multiple operatorgroups, "
+                "can't pick one automatically",
+            )
+        mode = _install_mode(groups[0], namespace)
+        supported = {m["type"]: m["supported"] for m in csv["spec"].get("installModes", [])}
+        if not supported.get(mode):
+            return (
+                "UnsupportedOperatorGroup",
+                f"InstallModeType not supported, cannot configure to watch {_MODE_WORDS[mode]}",
+            )
+        return None
+
+    def _package(self, csv: dict) -> str | None:
+        bundle = next(
+            (b for b in self.catalog.bundles if b.csv_name == csv["metadata"]["name"]), None
+        )
+        return bundle.package if bundle else None
+
+    def reconcile(self, world: World) -> None:
+        csvs = world.custom.list_cluster_custom_object(GROUP, V1ALPHA1, "clusterserviceversions")
+        for csv in csvs["items"]:
+            status = csv.get("status") or {}
+            phase = status.get("phase")
+            if phase == "Succeeded":
+                continue
+            if phase == "Failed" and status.get("reason") not in _OPERATOR_GROUP_REASONS:
+                continue
+            problem = self._operator_group_problem(world, csv)
+            if problem is None and self._package(csv) in world.knobs["olm"]["failing_packages"]:
+                problem = ("InstallComponentFailed", "install strategy failed: simulated failure")
+            if problem is not None:
+                reason, message = problem
+                if phase != "Failed" or status.get("reason") != reason:
+                    self._write_phase(world, csv, "Failed", reason, message)
+                continue
+            next_phase = (
+                _CSV_PHASES[_CSV_PHASES.index(phase) + 1] if phase in _CSV_PHASES else "Pending"
+            )
+            if not self.gate.due(csv["metadata"]["uid"], next_phase, world.knobs["delay_seconds"]):
+                continue
+            self._write_phase(world, csv, next_phase, *_PHASE_REASONS[next_phase])
+
+    def _write_phase(self, world: World, csv: dict, phase: str, reason: str, message: str) -> None:
+        status = csv.get("status") or {}
+        stamp = now()
+        history = list(status.get("conditions") or [])
+        history.append(
+            {
+                "phase": phase,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": stamp,
+                "lastUpdateTime": stamp,
+            }
+        )
+        csv["status"] = {
+            **status,
+            "phase": phase,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": stamp,
+            "lastUpdateTime": stamp,
+            "conditions": history,
+        }
+        world.custom.replace_namespaced_custom_object_status(
+            GROUP,
+            V1ALPHA1,
+            csv["metadata"]["namespace"],
+            "clusterserviceversions",
+            csv["metadata"]["name"],
+            csv,
+        )
+
+
+class OperatorGroupController:
+    name = "olm-operatorgroups"
+
+    def reconcile(self, world: World) -> None:
+        groups = world.custom.list_cluster_custom_object(GROUP, "v1", "operatorgroups")
+        for group in groups["items"]:
+            targets = (group.get("spec") or {}).get("targetNamespaces") or [""]
+            if (group.get("status") or {}).get("namespaces") == targets:
+                continue
+            group["status"] = {"namespaces": targets, "lastUpdated": now()}
+            world.custom.replace_namespaced_custom_object_status(
+                GROUP,
+                "v1",
+                group["metadata"]["namespace"],
+                "operatorgroups",
+                group["metadata"]["name"],
+                group,
+            )
+
+
+def controllers(catalog: Catalog) -> list:
+    gate = DelayGate()
+    return [
+        Marketplace(),
+        OperatorGroupController(),
+        SubscriptionController(catalog, gate),
+        InstallPlanController(catalog, gate),
+        ClusterServiceVersionController(catalog, gate),
+    ]

@@ -1,0 +1,139 @@
+"""Unit tests of the test harness itself: audit log parsing, the catalog, knobs and nodes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.harness.audit import AuditLog
+from tests.harness.controlplane import crd_files
+from tests.simulator.catalog import load_catalog
+from tests.simulator.core import DEFAULT_KNOBS, merge
+from tests.simulator.nodes import HARDWARE_ANNOTATION, Hardware, Nic, node_object
+from tests.simulator.olm import _install_mode
+
+
+def _event(
+    verb, user="alice", stage="ResponseComplete", uri="/api/v1/namespaces/x", code=200, **ref
+):
+    return json.dumps(
+        {
+            "stage": stage,
+            "verb": verb,
+            "requestURI": uri,
+            "user": {"username": user},
+            "objectRef": ref,
+            "responseStatus": {"code": code},
+        }
+    )
+
+
+def test_audit_log_counts_writes_since_the_mark(tmp_path):
+    path = tmp_path / "audit.log"
+    path.write_text(_event("create", resource="namespaces", name="before") + "\n")
+    log = AuditLog(path).mark()
+    with path.open("a") as out:
+        out.write(_event("get", resource="namespaces", name="a") + "\n")
+        out.write(_event("create", stage="RequestReceived", resource="configmaps") + "\n")
+        out.write(_event("create", resource="configmaps", name="c", namespace="x") + "\n")
+        out.write(_event("patch", uri="/apis/x?dryRun=All", resource="configmaps") + "\n")
+        out.write(_event("update", resource="pods", subresource="status", user="bob") + "\n")
+        out.write(_event("delete", resource="pods", name="p", namespace="x") + "\n")
+    assert len(log.requests()) == 5
+    assert [(r.verb, r.resource) for r in log.writes()] == [
+        ("create", "configmaps"),
+        ("update", "pods/status"),
+        ("delete", "pods"),
+    ]
+    assert [r.verb for r in log.writes("alice")] == ["create", "delete"]
+    assert str(log.writes("alice")[0]) == "alice create x/configmaps/c -> 200"
+
+
+def test_audit_log_without_a_file_has_no_requests(tmp_path):
+    assert AuditLog(tmp_path / "absent.log").mark().requests() == []
+
+
+def test_crd_files_leave_out_alternatives():
+    files = crd_files()
+    assert files, "the upstream CRDs are found in ../shared/crds"
+    assert not [f for f in files if "alternatives" in f.parts]
+    assert {f.parent.name for f in files} >= {
+        "network-operator",
+        "gpu-operator",
+        "operator-framework-api",
+    }
+
+
+@pytest.mark.parametrize(
+    ("package", "channel", "starting", "expected"),
+    [
+        ("gpu-operator-certified", "stable", None, "gpu-operator-certified.v26.7.0"),
+        ("gpu-operator-certified", "v26.3", None, "gpu-operator-certified.v26.3.3"),
+        ("gpu-operator-certified", None, None, "gpu-operator-certified.v26.7.0"),
+        (
+            "gpu-operator-certified",
+            "v25.10",
+            "gpu-operator-certified.v25.10.1",
+            "gpu-operator-certified.v25.10.1",
+        ),
+        ("gpu-operator-certified", "v26.3", "gpu-operator-certified.v26.7.0", None),
+        ("nvidia-network-operator", "stable", None, "nvidia-network-operator.v26.4.1"),
+        ("nvidia-network-operator", "v26.1", None, "nvidia-network-operator.v26.1.2"),
+        ("sriov-network-operator", "stable", None, "sriov-network-operator.v5.0.0"),
+        ("sriov-network-operator", "alpha", None, None),
+        ("nfd", "stable", None, "nfd.v5.0.0"),
+        ("nfd", "v9", None, None),
+        ("not-a-package", "stable", None, None),
+    ],
+)
+def test_catalog_resolves_like_olm(package, channel, starting, expected):
+    bundle = load_catalog().resolve(package, channel, starting)
+    assert (bundle.csv_name if bundle else None) == expected
+
+
+def test_catalog_holds_the_real_install_modes():
+    bundle = load_catalog().resolve("nvidia-network-operator", "stable", None)
+    assert bundle.install_modes == {
+        "OwnNamespace": True,
+        "SingleNamespace": True,
+        "MultiNamespace": False,
+        "AllNamespaces": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("targets", "mode"),
+    [
+        (None, "AllNamespaces"),
+        ([], "AllNamespaces"),
+        (["ns"], "OwnNamespace"),
+        (["other"], "SingleNamespace"),
+        (["a", "b"], "MultiNamespace"),
+    ],
+)
+def test_install_mode_of_an_operator_group(targets, mode):
+    spec = {} if targets is None else {"targetNamespaces": targets}
+    assert _install_mode({"spec": spec}, "ns") == mode
+
+
+def test_knobs_merge_keeps_defaults_and_does_not_mutate():
+    override = {"olm": {"failing_packages": ["nfd"]}}
+    merged = merge(DEFAULT_KNOBS, override)
+    assert merged["olm"]["failing_packages"] == ["nfd"]
+    assert merged["olm"]["unhealthy_catalogs"] == []
+    assert merged["delay_seconds"] == 0
+    assert DEFAULT_KNOBS["olm"]["failing_packages"] == []
+
+
+def test_node_object_describes_its_hardware():
+    node = node_object(
+        "w-3", 3, Hardware(gpus=4, nics=(Nic("ibs2f0", "ib"), Nic("ibs2f1", "ib"))), True
+    )
+    hardware = json.loads(node["metadata"]["annotations"][HARDWARE_ANNOTATION])
+    assert hardware["gpus"] == 4
+    assert [n["name"] for n in hardware["nics"]] == ["ibs2f0", "ibs2f1"]
+    assert {n["linkType"] for n in hardware["nics"]} == {"ib"}
+    macs = [n["mac"] for n in hardware["nics"]]
+    assert len(set(macs)) == 2 and all(len(m.split(":")) == 6 for m in macs)
+    assert node["metadata"]["labels"]["feature.node.kubernetes.io/pci-10de.present"] == "true"
