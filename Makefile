@@ -8,6 +8,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 STATE_DIR ?= .envtest
+# make test runs its own control plane, so a demo cluster in $(STATE_DIR) is left alone.
+TEST_STATE_DIR ?= .envtest/test
 export PATH := $(BIN):$(PATH)
 export PYTHONPATH := $(CURDIR)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -66,12 +68,12 @@ unit: venv ## unit tests (no cluster)
 	$(BIN)/pytest tests/unit
 
 .PHONY: integration
-integration: venv ## integration tests and molecule scenarios against the local control plane
-	@set -e; trap '$(MAKE) --no-print-directory cluster-down' EXIT; \
-	$(MAKE) --no-print-directory cluster-up; \
-	GPUDIRECT_RDMA_STATE_DIR=$(abspath $(STATE_DIR)) $(BIN)/pytest tests/integration; \
-	GPUDIRECT_RDMA_STATE_DIR=$(abspath $(STATE_DIR)) K8S_AUTH_KUBECONFIG=$(abspath $(STATE_DIR))/kubeconfig \
-	  $(BIN)/molecule test --all
+integration: venv ## integration tests and molecule scenarios against their own local control plane
+	@set -e; trap '$(MAKE) --no-print-directory cluster-down STATE_DIR=$(TEST_STATE_DIR)' EXIT; \
+	$(MAKE) --no-print-directory cluster-up STATE_DIR=$(TEST_STATE_DIR); \
+	export GPUDIRECT_RDMA_STATE_DIR=$(abspath $(TEST_STATE_DIR)) K8S_AUTH_KUBECONFIG=$(abspath $(TEST_STATE_DIR))/kubeconfig; \
+	$(BIN)/pytest tests/integration; \
+	$(BIN)/molecule test --all
 
 .PHONY: build
 build: venv ## build the collection tarball
