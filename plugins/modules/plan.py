@@ -1,0 +1,223 @@
+"""gpudirect.rdma.plan: documentation of the plan action plugin (the code is plugins/action/plan.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: plan
+author: gpudirect.rdma maintainers
+version_added: 0.1.0
+short_description: Validate the GPUDirect RDMA inventory and return the normalised plan
+description:
+  - The one validation step of the collection. Every option left out of the task is read from
+    the inventory variable of the same name with the C(gpudirect_rdma_) prefix
+    (C(method) from C(gpudirect_rdma_method), and so on); options given in the task win.
+  - A bad value fails here, before anything is written to a cluster or a file, with a message
+    that names the variable, the value received and what is allowed.
+  - A variable with the C(gpudirect_rdma_) prefix that looks like a misspelt option (for example
+    C(gpudirect_rdma_ipam_rnage)) fails too, naming the option it probably meant.
+  - Runs on the controller; needs no cluster. Pass the returned C(plan) to
+    P(gpudirect.rdma.objects#filter).
+attributes:
+  check_mode:
+    support: full
+    description: Reads and computes only.
+  diff_mode:
+    support: none
+    description: Nothing to compare.
+options:
+  method:
+    description: RDMA method (C(gpudirect_rdma_method)).
+    type: str
+    choices: [shared_device, host_device, sriov_legacy]
+    required: true
+  fabric:
+    description: Fabric the NICs run (C(gpudirect_rdma_fabric)).
+    type: str
+    choices: [roce, infiniband]
+    required: true
+  interfaces:
+    description:
+      - PF interface names, one per rail (C(gpudirect_rdma_interfaces)), e.g. C([ens8f0np0]).
+      - An entry may be a mapping with C(name) and any of C(network_name), C(resource_name),
+        C(ipam_range), C(ipam_gateway), C(ipam_exclude) for that rail.
+      - With one rail, objects carry Red Hat's names (C(rdmashared-net), C(rdma_shared_device_eth),
+        C(hostdev), C(sriovlegacy), ...). With several, each rail gets its own resource and network,
+        suffixed C(_rail<N>) and C(-rail<N>).
+    type: list
+    elements: raw
+    required: true
+  network_name:
+    description: Name of the secondary network (per rail, suffixed C(-rail<N>)). Default by method and fabric, Red Hat's where Red Hat gives one.
+    type: str
+  network_namespace:
+    description: Namespace whose pods use the network (its NetworkAttachmentDefinition lives there).
+    type: str
+    default: default
+  ipam_type:
+    description: IPAM plugin of the network.
+    type: str
+    choices: [whereabouts, nv-ipam]
+    default: whereabouts
+  ipam_range:
+    description:
+      - IP range (CIDR) the pods get addresses from, e.g. C(192.168.2.0/24). Required unless every
+        interface entry has its own C(ipam_range).
+      - With several rails and no per-rail ranges, the range is split into equal consecutive parts,
+        one per rail (then no C(ipam_gateway) or C(ipam_exclude)).
+    type: str
+  ipam_gateway:
+    description: Gateway address, inside C(ipam_range).
+    type: str
+  ipam_exclude:
+    description: CIDRs inside C(ipam_range) that are never handed out.
+    type: list
+    elements: str
+    default: []
+  ipam_per_node_block_size:
+    description: Addresses nv-ipam gives each node at a time (IPPool C(perNodeBlockSize)).
+    type: int
+    default: 16
+  mtu:
+    description: MTU of the MacvlanNetwork and of the SR-IOV VFs; 576-9216 on RoCE, 576-65520 on InfiniBand.
+    type: int
+    default: 1500
+  rdma_hca_max:
+    description: Pods that may share one RDMA device (shared device method, C(rdmaHcaMax)).
+    type: int
+    default: 63
+  shared_device_resource_name:
+    description: Resource of the shared device plugin (node resource C(rdma/<name>)). Default C(rdma_shared_device_eth) on RoCE, C(rdma_shared_device_ib) on InfiniBand.
+    type: str
+  host_device_resource_name:
+    description: Resource of the host device method (node resource C(nvidia.com/<name>)).
+    type: str
+    default: hostdev
+  sriov_num_vfs:
+    description: VFs per PF (SR-IOV legacy); at most 16 on InfiniBand.
+    type: int
+    default: 8
+  sriov_resource_name:
+    description: Resource of the SR-IOV legacy method (node resource C(openshift.io/<name>)).
+    type: str
+    default: sriovlegacy
+  sriov_policy_name:
+    description: Name of the SriovNetworkNodePolicy.
+    type: str
+    default: sriov-legacy-policy
+  sriov_priority:
+    description: Priority of the SriovNetworkNodePolicy (0 highest, 99 lowest).
+    type: int
+    default: 90
+  vlan:
+    description: VLAN of the SriovNetwork (SR-IOV legacy over RoCE only; InfiniBand has no VLAN). Unset means 0.
+    type: int
+  ib_link_state:
+    description: C(linkState) of the SriovIBNetwork (SR-IOV legacy over InfiniBand only).
+    type: str
+    choices: [enable, disable, auto]
+  node_selector:
+    description: Nodes the SR-IOV node policy configures (and the bandwidth test uses).
+    type: dict
+    default: {feature.node.kubernetes.io/pci-15b3.present: "true"}
+  gpu_memory:
+    description:
+      - How the NIC reaches GPU memory. C(dmabuf) (NVIDIA's recommendation; open kernel modules,
+        no nvidia-peermem) or C(peermem) (the legacy nvidia-peermem module, C(driver.rdma.enabled)).
+    type: str
+    choices: [dmabuf, peermem]
+    default: dmabuf
+  gpu_gds:
+    description: Enable GPUDirect Storage (nvidia-fs) in the ClusterPolicy.
+    type: bool
+    default: true
+  gpu_gdrcopy:
+    description: Enable GDRCopy in the ClusterPolicy.
+    type: bool
+    default: true
+  operators:
+    description:
+      - Per-operator OLM settings over the defaults, keyed C(nfd), C(sriov_network_operator),
+        C(network_operator), C(gpu_operator); each may set C(namespace), C(channel), C(source),
+        C(source_namespace), C(approval) (C(Automatic) or C(Manual)) and C(starting_csv).
+      - With C(approval=Manual) only the InstallPlan of C(starting_csv) is approved; it defaults to
+        the chosen release's CSV for the Network and GPU Operators and is required for the others.
+    type: dict
+    default: {}
+  catalog_source:
+    description: CatalogSource of all four operators (a mirror on disconnected clusters). Default C(redhat-operators) for NFD and SR-IOV, C(certified-operators) for the NVIDIA operators.
+    type: str
+  catalog_source_namespace:
+    description: Namespace of the CatalogSources.
+    type: str
+    default: openshift-marketplace
+  network_operator_release:
+    description: NVIDIA Network Operator release whose component images and versions the NicClusterPolicy uses.
+    type: str
+    choices: ["26.4.1", "26.4.0", "26.1.2", "26.1.0", "25.10.0"]
+    default: "26.4.1"
+  gpu_operator_release:
+    description: GPU Operator release (its OLM channel, CSV and default ClusterPolicy).
+    type: str
+    choices: ["26.7.0", "26.3.3", "25.10.1", "25.3.4"]
+    default: "26.7.0"
+  image_registry:
+    description: Registry (host, optional port and path) that replaces the host of every NicClusterPolicy component repository, for disconnected clusters.
+    type: str
+  image_pull_secrets:
+    description: Pull secrets of the NicClusterPolicy components.
+    type: list
+    elements: str
+    default: []
+  openshift_version:
+    description: OpenShift minor version, used for the default NFD operand image when the NFD CSV gives none.
+    type: str
+    default: "4.20"
+  nfd_operand_image:
+    description: NFD operand image. Default from the installed NFD CSV, else Red Hat's image for C(openshift_version).
+    type: str
+  machine_config_role:
+    description: MachineConfigPool role the MachineConfigs target.
+    type: str
+    default: worker
+  blacklist_irdma:
+    description: MachineConfig that blacklists Intel C(irdma) (it breaks DOCA driver reloads on some servers). Reboots the pool.
+    type: bool
+    default: false
+  persistent_nic_names:
+    description: MachineConfig with one udev rule per entry (C(mac), C(name)) so NICs keep their names. 6-byte MACs are Ethernet, 20-byte addresses IPoIB. Reboots the pool.
+    type: list
+    elements: dict
+    default: []
+  crio_memlock:
+    description: MachineConfig that gives containers unlimited memlock (CRI-O C(default_ulimits)). Reboots the pool.
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Plan from the inventory's gpudirect_rdma_* variables
+  gpudirect.rdma.plan:
+  register: rdma
+
+- name: Plan with one value overridden in the task
+  gpudirect.rdma.plan:
+    method: host_device
+  register: rdma
+"""
+
+RETURN = r"""
+plan:
+  description: The normalised plan every builder reads (method, fabric, rails, ipam, operators, images, ...).
+  returned: success
+  type: dict
+  sample:
+    method: shared_device
+    fabric: roce
+    link_type: eth
+    rails:
+      - index: 0
+        interface: ens8f0np0
+        network_name: rdmashared-net
+        resource_name: rdma_shared_device_eth
+        ipam: {range: 192.168.2.0/24, network: 192.168.2.0/24, gateway: 192.168.2.1, exclude: []}
+"""

@@ -1,0 +1,37 @@
+"""Validate a filter's arguments against the options in its own DOCUMENTATION."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+_SPEC_KEYS = ("type", "required", "choices", "default", "elements")
+
+
+def _spec(options: dict) -> dict:
+    spec = {}
+    for name, option in options.items():
+        spec[name] = {key: option[key] for key in _SPEC_KEYS if key in option}
+        if "suboptions" in option:
+            spec[name]["options"] = _spec(option["suboptions"])
+    return spec
+
+
+def plain(value):
+    """The value as plain dicts, lists, strings and numbers (templated values arrive as
+    subclasses carrying Ansible's tags, which YAML dumpers and deep copies do not want)."""
+    return json.loads(json.dumps(value))
+
+
+def validate(documentation: str, filter_name: str, arguments: dict) -> dict:
+    """The validated arguments (with defaults) as plain data, or AnsibleFilterError saying
+    what was wrong."""
+    options = yaml.safe_load(documentation)["options"]
+    given = {name: value for name, value in arguments.items() if value is not None}
+    result = ArgumentSpecValidator(_spec(options)).validate(given)
+    if result.error_messages:
+        raise AnsibleFilterError(f"{filter_name}: " + "; ".join(result.error_messages))
+    return {name: plain(result.validated_parameters.get(name)) for name in options}

@@ -1,0 +1,76 @@
+"""What every builder shares: ownership labels, object metadata, IPAM configuration."""
+
+from __future__ import annotations
+
+import json
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "gpudirect.rdma"
+COMPONENT_LABEL = "gpudirect.rdma/component"
+
+# Components in the order they are applied; each is also a folder of the rendered tree.
+NFD = "nfd"
+SRIOV_NETWORK_OPERATOR = "sriov-network-operator"
+NETWORK_OPERATOR = "network-operator"
+GPU_OPERATOR = "gpu-operator"
+MACHINE_CONFIG = "machine-config"
+METHOD_COMPONENTS = {
+    "shared_device": "shared-device",
+    "host_device": "host-device",
+    "sriov_legacy": "sriov-legacy",
+}
+NVIDIA_VENDOR = "15b3"
+
+
+def ownership(component: str) -> dict:
+    """The labels that mark an object as the collection's (uninstall removes only these)."""
+    return {MANAGED_BY_LABEL: MANAGED_BY, COMPONENT_LABEL: component}
+
+
+def new_object(
+    api_version: str,
+    kind: str,
+    name: str,
+    component: str,
+    *,
+    namespace: str | None = None,
+    labels: dict | None = None,
+    annotations: dict | None = None,
+    spec: dict | None = None,
+) -> dict:
+    metadata: dict = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    metadata["labels"] = {**(labels or {}), **ownership(component)}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    obj = {"apiVersion": api_version, "kind": kind, "metadata": metadata}
+    if spec is not None:
+        obj["spec"] = spec
+    return obj
+
+
+def whereabouts_ipam(ipam: dict) -> str:
+    """The CNI `ipam` JSON string of a whereabouts range."""
+    config: dict = {"type": "whereabouts", "range": ipam["range"]}
+    if ipam.get("gateway"):
+        config["gateway"] = ipam["gateway"]
+    if ipam.get("exclude"):
+        config["exclude"] = list(ipam["exclude"])
+    return json.dumps(config)
+
+
+def nv_ipam(pool_name: str) -> str:
+    return json.dumps({"type": "nv-ipam", "poolName": pool_name})
+
+
+def rail_ipam(plan: dict, rail: dict) -> str:
+    """A rail's `ipam` string for its network object (whereabouts, or its nv-ipam IPPool)."""
+    if plan["ipam"]["type"] == "nv-ipam":
+        return nv_ipam(rail["network_name"])
+    return whereabouts_ipam(rail["ipam"])
+
+
+def image(plan: dict, component: str) -> dict:
+    """image, repository and version of a NicClusterPolicy component, plus pull secrets."""
+    return {**plan["images"][component], "imagePullSecrets": list(plan["image_pull_secrets"])}

@@ -1,0 +1,712 @@
+"""The one validation and normalisation step: inventory values in, a plan out.
+
+`build_plan(inputs)` takes the inputs by their short names (`method`, `ipam_range`, ...; the
+inventory variables are the same names with the `gpudirect_rdma_` prefix) and returns a new
+dict that every builder reads. Every bad value raises `PlanError` naming the variable, the value
+and what is allowed, before anything is written anywhere.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
+    GPU_OPERATOR_RELEASES,
+    LATEST_GPU_OPERATOR,
+    LATEST_NETWORK_OPERATOR,
+    NETWORK_OPERATOR_RELEASES,
+)
+
+PREFIX = "gpudirect_rdma_"
+
+METHODS = ("shared_device", "host_device", "sriov_legacy")
+FABRICS = ("roce", "infiniband")
+IPAM_TYPES = ("whereabouts", "nv-ipam")
+GPU_MEMORY_MODES = ("dmabuf", "peermem")
+APPROVALS = ("Automatic", "Manual")
+IB_LINK_STATES = ("enable", "disable", "auto")
+OPERATORS = ("nfd", "sriov_network_operator", "network_operator", "gpu_operator")
+OPERATOR_KEYS = ("namespace", "channel", "source", "source_namespace", "approval", "starting_csv")
+INTERFACE_KEYS = (
+    "name",
+    "network_name",
+    "resource_name",
+    "ipam_range",
+    "ipam_gateway",
+    "ipam_exclude",
+)
+MAX_RAILS = 32
+MAX_VFS = 127
+MAX_VFS_INFINIBAND = 16
+MTU_LIMITS = {"roce": (576, 9216), "infiniband": (576, 65520)}
+
+# Red Hat's names where Red Hat gives one (OpenShift "NVIDIA GPUDirect RDMA" chapter).
+NETWORK_NAMES = {
+    ("shared_device", "roce"): "rdmashared-net",
+    ("shared_device", "infiniband"): "example-ipoibnetwork",
+    ("host_device", "roce"): "hostdev-net",
+    ("host_device", "infiniband"): "hostdev-net",
+    ("sriov_legacy", "roce"): "sriov-network",
+    ("sriov_legacy", "infiniband"): "sriov-ib-network",
+}
+SHARED_DEVICE_RESOURCES = {"roce": "rdma_shared_device_eth", "infiniband": "rdma_shared_device_ib"}
+
+OPERATOR_DEFAULTS = {
+    "nfd": {
+        "namespace": "openshift-nfd",
+        "package": "nfd",
+        "operator_group": "openshift-nfd",
+        "subscription": "nfd",
+        "channel": "stable",
+        "source": "redhat-operators",
+    },
+    "sriov_network_operator": {
+        "namespace": "openshift-sriov-network-operator",
+        "package": "sriov-network-operator",
+        "operator_group": "sriov-network-operators",
+        "subscription": "sriov-network-operator-subscription",
+        "channel": "stable",
+        "source": "redhat-operators",
+    },
+    "network_operator": {
+        "namespace": "nvidia-network-operator",
+        "package": "nvidia-network-operator",
+        "operator_group": "nvidia-network-operator",
+        "subscription": "nvidia-network-operator",
+        "channel": "stable",
+        "source": "certified-operators",
+    },
+    "gpu_operator": {
+        "namespace": "nvidia-gpu-operator",
+        "package": "gpu-operator-certified",
+        "operator_group": "nvidia-gpu-operator-group",
+        "subscription": "gpu-operator-certified",
+        "channel": None,  # the release's version channel, e.g. v26.7
+        "source": "certified-operators",
+    },
+}
+
+DEFAULTS: dict[str, Any] = {
+    "method": None,
+    "fabric": None,
+    "interfaces": None,
+    "network_name": None,
+    "network_namespace": "default",
+    "ipam_type": "whereabouts",
+    "ipam_range": None,
+    "ipam_gateway": None,
+    "ipam_exclude": [],
+    "ipam_per_node_block_size": 16,
+    "mtu": 1500,
+    "rdma_hca_max": 63,
+    "shared_device_resource_name": None,
+    "host_device_resource_name": "hostdev",
+    "sriov_num_vfs": 8,
+    "sriov_resource_name": "sriovlegacy",
+    "sriov_policy_name": "sriov-legacy-policy",
+    "sriov_priority": 90,
+    "vlan": None,
+    "ib_link_state": None,
+    "node_selector": {"feature.node.kubernetes.io/pci-15b3.present": "true"},
+    "gpu_memory": "dmabuf",
+    "gpu_gds": True,
+    "gpu_gdrcopy": True,
+    "operators": {},
+    "catalog_source": None,
+    "catalog_source_namespace": "openshift-marketplace",
+    "network_operator_release": LATEST_NETWORK_OPERATOR,
+    "gpu_operator_release": LATEST_GPU_OPERATOR,
+    "image_registry": None,
+    "image_pull_secrets": [],
+    "openshift_version": "4.20",
+    "nfd_operand_image": None,
+    "machine_config_role": "worker",
+    "blacklist_irdma": False,
+    "persistent_nic_names": [],
+    "crio_memlock": False,
+}
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_KEY_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_MAC_6 = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+_MAC_20 = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){19}$")
+_REGISTRY = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9._-]+)*$")
+_OPENSHIFT_VERSION = re.compile(r"^4\.[0-9]{1,2}$")
+
+
+class PlanError(ValueError):
+    """A bad input: which variable, what arrived, what is allowed."""
+
+    def __init__(self, variable: str, value: Any, expected: str):
+        self.variable = variable
+        self.value = value
+        self.expected = expected
+        super().__init__(f"{variable}: got {value!r}; expected {expected}")
+
+
+def variable(name: str) -> str:
+    return PREFIX + name
+
+
+# -- primitive checks ------------------------------------------------------------------------
+def _choice(name: str, value: Any, choices: tuple) -> str:
+    if value not in choices:
+        raise PlanError(name, value, "one of " + ", ".join(choices))
+    return value
+
+
+def _integer(name: str, value: Any, low: int, high: int, why: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())
+        else:
+            raise PlanError(name, value, f"a whole number from {low} to {high}")
+    if not low <= value <= high:
+        raise PlanError(name, value, f"a whole number from {low} to {high}{why}")
+    return value
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "yes", "false", "no"):
+        return value.lower() in ("true", "yes")
+    raise PlanError(name, value, "true or false")
+
+
+def _string(
+    name: str,
+    value: Any,
+    pattern: re.Pattern | None = None,
+    expected: str = "",
+    max_length: int = 253,
+) -> str:
+    if not isinstance(value, str) or not value:
+        raise PlanError(name, value, expected or "a non-empty string")
+    if len(value) > max_length or (pattern is not None and not pattern.match(value)):
+        raise PlanError(name, value, expected)
+    return value
+
+
+def _dns_label(name: str, value: Any) -> str:
+    return _string(
+        name,
+        value,
+        _DNS_LABEL,
+        "a DNS-1123 label: lower-case letters, digits and '-', at most 63 characters",
+        max_length=63,
+    )
+
+
+def _dns_subdomain(name: str, value: Any) -> str:
+    return _string(
+        name,
+        value,
+        _DNS_SUBDOMAIN,
+        "a DNS-1123 name: lower-case letters, digits, '-' and '.', at most 253 characters",
+    )
+
+
+def _resource_name(name: str, value: Any) -> str:
+    return _string(
+        name,
+        value,
+        _RESOURCE_NAME,
+        "a resource name: letters, digits, '-', '_' and '.', starting and ending with "
+        "a letter or digit, at most 63 characters",
+        max_length=63,
+    )
+
+
+def _list(name: str, value: Any) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise PlanError(name, value, "a list")
+    return list(value)
+
+
+def _mapping(name: str, value: Any) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise PlanError(name, value, "a mapping")
+    return value
+
+
+def interface_name(name: str, value: Any) -> str:
+    """A name the Linux kernel accepts for a network interface (dev_valid_name)."""
+    expected = (
+        "a Linux interface name: 1 to 15 characters, no '/', ':' or white space, not '.' or '..'"
+    )
+    if not isinstance(value, str) or not value or len(value) > 15 or value in (".", ".."):
+        raise PlanError(name, value, expected)
+    if any(c in "/:" or c.isspace() or not c.isprintable() or ord(c) > 126 for c in value):
+        raise PlanError(name, value, expected)
+    return value
+
+
+def _cidr(name: str, value: Any) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
+    expected = "an IP range in CIDR notation, e.g. 192.168.2.0/24"
+    if not isinstance(value, str) or "/" not in value:
+        raise PlanError(name, value, expected)
+    try:
+        return ipaddress.ip_interface(value)
+    except ValueError:
+        raise PlanError(name, value, expected) from None
+
+
+def _address(name: str, value: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    try:
+        return ipaddress.ip_address(value)
+    except ValueError:
+        raise PlanError(name, value, "an IP address, e.g. 192.168.2.1") from None
+
+
+# -- composite parts -------------------------------------------------------------------------
+def _ipam(label: str, range_value: Any, gateway: Any, exclude: Any) -> dict:
+    """One rail's address range: range, optional gateway inside it, excludes inside it.
+    label is the variable prefix the errors name, e.g. gpudirect_rdma_ipam_."""
+    network = _cidr(label + "range", range_value).network
+    result = {"range": str(range_value), "network": str(network), "exclude": []}
+    if gateway not in (None, ""):
+        address = _address(label + "gateway", gateway)
+        if address.version != network.version or address not in network:
+            raise PlanError(label + "gateway", gateway, f"an address inside {network}")
+        result["gateway"] = str(address)
+    for index, item in enumerate(_list(label + "exclude", exclude)):
+        excluded = _cidr(f"{label}exclude[{index}]", item).network
+        if excluded.version != network.version or not excluded.subnet_of(network):
+            raise PlanError(f"{label}exclude[{index}]", item, f"a CIDR inside {network}")
+        result["exclude"].append(str(item))
+    return result
+
+
+def _split_range(range_value: str, parts: int) -> list[str]:
+    """Split one range into `parts` equal consecutive subnets (rounded up to a power of two)."""
+    network = _cidr(variable("ipam_range"), range_value).network
+    extra_bits = max(parts - 1, 0).bit_length()
+    if network.prefixlen + extra_bits > network.max_prefixlen - 2:
+        raise PlanError(
+            variable("ipam_range"),
+            range_value,
+            f"a range large enough to split into {parts} subnets of at least 4 addresses "
+            f"(one per rail), or an ipam_range on each entry of {variable('interfaces')}",
+        )
+    return [str(s) for s in network.subnets(prefixlen_diff=extra_bits)][:parts]
+
+
+def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
+    name = variable("interfaces")
+    entries = inputs["interfaces"]
+    if isinstance(entries, (str, Mapping)):
+        entries = [entries]
+    if not isinstance(entries, (list, tuple)) or not entries:
+        raise PlanError(
+            name, entries, "a non-empty list of PF interface names, one per rail, e.g. [ens8f0np0]"
+        )
+    if len(entries) > MAX_RAILS:
+        raise PlanError(name, f"{len(entries)} interfaces", f"at most {MAX_RAILS} rails")
+    multi = len(entries) > 1
+    base_network = inputs["network_name"] or NETWORK_NAMES[(method, fabric)]
+    base_network = _dns_subdomain(variable("network_name"), base_network)
+    if method == "shared_device":
+        base_resource = inputs["shared_device_resource_name"] or SHARED_DEVICE_RESOURCES[fabric]
+        resource_variable = "shared_device_resource_name"
+    elif method == "host_device":
+        base_resource = inputs["host_device_resource_name"]
+        resource_variable = "host_device_resource_name"
+    else:
+        base_resource = inputs["sriov_resource_name"]
+        resource_variable = "sriov_resource_name"
+    base_resource = _resource_name(variable(resource_variable), base_resource)
+
+    split = None
+    rails = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        where = f"{name}[{index}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, Mapping):
+            raise PlanError(where, entry, "an interface name or a mapping with at least 'name'")
+        unknown = sorted(set(entry) - set(INTERFACE_KEYS))
+        if unknown:
+            raise PlanError(
+                f"{where}.{unknown[0]}",
+                entry[unknown[0]],
+                "no such key; allowed: " + ", ".join(INTERFACE_KEYS),
+            )
+        interface = interface_name(f"{where}.name" if "name" in entry else where, entry.get("name"))
+        if interface in seen:
+            raise PlanError(
+                f"{where}.name", interface, f"a name not already used by {name}[{seen[interface]}]"
+            )
+        seen[interface] = index
+        suffix = f"-rail{index}" if multi else ""
+        network_name = entry.get("network_name") or base_network + suffix
+        resource_name = entry.get("resource_name") or (
+            base_resource + (f"_rail{index}" if multi else "")
+        )
+        if "ipam_range" in entry:
+            ipam = _ipam(
+                f"{where}.ipam_",
+                entry["ipam_range"],
+                entry.get("ipam_gateway"),
+                entry.get("ipam_exclude"),
+            )
+        elif "ipam_gateway" in entry or "ipam_exclude" in entry:
+            key = "ipam_gateway" if "ipam_gateway" in entry else "ipam_exclude"
+            raise PlanError(f"{where}.{key}", entry[key], f"an ipam_range on {where} as well")
+        elif inputs["ipam_range"] in (None, ""):
+            raise PlanError(
+                variable("ipam_range"),
+                inputs["ipam_range"],
+                "the IP range pods get addresses from on the RDMA network, e.g. 192.168.2.0/24 "
+                f"(or an ipam_range on each entry of {name})",
+            )
+        elif multi:
+            if inputs["ipam_gateway"] not in (None, "") or inputs["ipam_exclude"]:
+                raise PlanError(
+                    variable("ipam_gateway")
+                    if inputs["ipam_gateway"]
+                    else variable("ipam_exclude"),
+                    inputs["ipam_gateway"] or inputs["ipam_exclude"],
+                    "none with several rails sharing one ipam_range (each rail gets an equal "
+                    f"part of it); give each entry of {name} its own ipam_range and ipam_gateway",
+                )
+            split = split or _split_range(inputs["ipam_range"], len(entries))
+            ipam = _ipam(variable("ipam_"), split[index], None, None)
+        else:
+            ipam = _ipam(
+                variable("ipam_"),
+                inputs["ipam_range"],
+                inputs["ipam_gateway"],
+                inputs["ipam_exclude"],
+            )
+        rails.append(
+            {
+                "index": index,
+                "interface": interface,
+                "network_name": _dns_subdomain(f"{where}.network_name", network_name),
+                "resource_name": _resource_name(f"{where}.resource_name", resource_name),
+                "ipam": ipam,
+            }
+        )
+    for key in ("network_name", "resource_name"):
+        names = [rail[key] for rail in rails]
+        duplicate = next((n for n in names if names.count(n) > 1), None)
+        if duplicate:
+            raise PlanError(
+                f"{name}[{names.index(duplicate)}].{key}",
+                duplicate,
+                f"a {key.replace('_', ' ')} used by one rail only",
+            )
+    return rails
+
+
+def _operators(inputs: Mapping) -> dict:
+    name = variable("operators")
+    given = _mapping(name, inputs["operators"])
+    unknown = sorted(set(given) - set(OPERATORS))
+    if unknown:
+        raise PlanError(
+            f"{name}.{unknown[0]}",
+            given[unknown[0]],
+            "no such operator; allowed: " + ", ".join(OPERATORS),
+        )
+    network_release = NETWORK_OPERATOR_RELEASES[inputs["network_operator_release"]]
+    gpu_release = GPU_OPERATOR_RELEASES[inputs["gpu_operator_release"]]
+    release_csvs = {
+        "network_operator": network_release["csv_name"],
+        "gpu_operator": gpu_release["csv_name"],
+    }
+    operators = {}
+    for operator in OPERATORS:
+        where = f"{name}.{operator}"
+        override = _mapping(where, given.get(operator))
+        unknown = sorted(set(override) - set(OPERATOR_KEYS))
+        if unknown:
+            raise PlanError(
+                f"{where}.{unknown[0]}",
+                override[unknown[0]],
+                "no such key; allowed: " + ", ".join(OPERATOR_KEYS),
+            )
+        defaults = OPERATOR_DEFAULTS[operator]
+        channel = override.get("channel") or defaults["channel"]
+        if operator == "gpu_operator" and not channel:
+            channel = gpu_release["channel"]
+        approval = _choice(f"{where}.approval", override.get("approval", "Automatic"), APPROVALS)
+        starting_csv = override.get("starting_csv")
+        if approval == "Manual" and not starting_csv:
+            starting_csv = release_csvs.get(operator)
+            if not starting_csv:
+                raise PlanError(
+                    f"{where}.starting_csv",
+                    None,
+                    "the CSV to install (e.g. nfd.v4.20.0) when approval is Manual: "
+                    "only the InstallPlan of that CSV is approved",
+                )
+        operators[operator] = {
+            "namespace": _dns_label(
+                f"{where}.namespace", override.get("namespace", defaults["namespace"])
+            ),
+            "package": defaults["package"],
+            "operator_group": defaults["operator_group"],
+            "subscription": defaults["subscription"],
+            "channel": _string(f"{where}.channel", channel, expected="an OLM channel name"),
+            "source": _dns_subdomain(
+                f"{where}.source",
+                override.get("source") or inputs["catalog_source"] or defaults["source"],
+            ),
+            "source_namespace": _dns_label(
+                f"{where}.source_namespace",
+                override.get("source_namespace") or inputs["catalog_source_namespace"],
+            ),
+            "approval": approval,
+            "starting_csv": starting_csv and _dns_subdomain(f"{where}.starting_csv", starting_csv),
+        }
+    return operators
+
+
+def _images(inputs: Mapping) -> dict:
+    release = NETWORK_OPERATOR_RELEASES[inputs["network_operator_release"]]
+    registry = inputs["image_registry"]
+    if registry is not None:
+        registry = _string(
+            variable("image_registry"),
+            registry,
+            _REGISTRY,
+            "a registry host with optional port and path, e.g. mirror.example.com:5000/nvidia",
+        )
+    images = {}
+    for component, image in release["components"].items():
+        repository = image["repository"]
+        if registry:
+            # Keep the path below the host: nvcr.io/nvidia/mellanox -> <mirror>/nvidia/mellanox
+            repository = registry.rstrip("/") + "/" + repository.split("/", 1)[1]
+        images[component] = {**image, "repository": repository}
+    return images
+
+
+def _persistent_nic_names(inputs: Mapping) -> list[dict]:
+    name = variable("persistent_nic_names")
+    rules = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(_list(name, inputs["persistent_nic_names"])):
+        where = f"{name}[{index}]"
+        if not isinstance(entry, Mapping) or set(entry) != {"mac", "name"}:
+            raise PlanError(where, entry, "a mapping with exactly 'mac' and 'name'")
+        mac = entry["mac"]
+        normalised = mac.lower() if isinstance(mac, str) else mac
+        if isinstance(normalised, str) and _MAC_6.match(normalised):
+            link_type = 1  # ARPHRD_ETHER
+        elif isinstance(normalised, str) and _MAC_20.match(normalised):
+            link_type = 32  # ARPHRD_INFINIBAND (IPoIB hardware address, 20 bytes)
+        else:
+            raise PlanError(
+                f"{where}.mac",
+                mac,
+                "a MAC address: 6 bytes for Ethernet "
+                "(b8:3f:d2:3b:51:29) or 20 bytes for IPoIB, hex pairs joined by ':'",
+            )
+        if normalised in seen:
+            raise PlanError(
+                f"{where}.mac", mac, f"an address not already in {name}[{seen[normalised]}]"
+            )
+        seen[normalised] = index
+        rules.append(
+            {
+                "mac": normalised,
+                "name": interface_name(f"{where}.name", entry["name"]),
+                "type": link_type,
+            }
+        )
+    return rules
+
+
+def _node_selector(inputs: Mapping) -> dict:
+    name = variable("node_selector")
+    selector = _mapping(name, inputs["node_selector"])
+    if not selector:
+        raise PlanError(
+            name,
+            selector,
+            "at least one label, e.g. {'feature.node.kubernetes.io/pci-15b3.present': 'true'}",
+        )
+    result = {}
+    for key, value in selector.items():
+        key_name = key.rsplit("/", 1)[-1] if isinstance(key, str) else key
+        if (
+            not isinstance(key, str)
+            or not _LABEL_KEY_NAME.match(key_name or "")
+            or len(key_name) > 63
+        ):
+            raise PlanError(f"{name} key", key, "a label key, e.g. node-role.kubernetes.io/worker")
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            raise PlanError(f"{name}[{key}]", value, "a label value string (quote 'true')")
+        result[key] = value
+    return result
+
+
+def _unknown_inputs(inputs: Mapping) -> None:
+    for key in inputs:
+        if key not in DEFAULTS:
+            close = difflib.get_close_matches(key, DEFAULTS, n=1, cutoff=0.8)
+            hint = f"did you mean {variable(close[0])}?" if close else "a known variable"
+            raise PlanError(variable(key), inputs[key], hint)
+
+
+def unknown_variables(names) -> list[tuple[str, str]]:
+    """Prefixed variable names that look like misspelt plan inputs: (name, suggestion)."""
+    found = []
+    for name in names:
+        if not name.startswith(PREFIX) or name[len(PREFIX) :] in DEFAULTS:
+            continue
+        close = difflib.get_close_matches(name[len(PREFIX) :], DEFAULTS, n=1, cutoff=0.85)
+        if close:
+            found.append((name, variable(close[0])))
+    return found
+
+
+# -- the plan ----------------------------------------------------------------------------------
+def build_plan(given: Mapping) -> dict:
+    """Validate the inputs (short names) and return the normalised plan (a new dict)."""
+    _unknown_inputs(given)
+    inputs = {**DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
+    for required in ("method", "fabric", "interfaces"):
+        if inputs[required] in (None, "", []):
+            allowed = {
+                "method": "one of " + ", ".join(METHODS),
+                "fabric": "one of " + ", ".join(FABRICS),
+                "interfaces": "a non-empty list of PF interface names, e.g. [ens8f0np0]",
+            }[required]
+            raise PlanError(variable(required), inputs[required], allowed)
+    method = _choice(variable("method"), inputs["method"], METHODS)
+    fabric = _choice(variable("fabric"), inputs["fabric"], FABRICS)
+    _choice(
+        variable("network_operator_release"),
+        str(inputs["network_operator_release"]),
+        tuple(NETWORK_OPERATOR_RELEASES),
+    )
+    _choice(
+        variable("gpu_operator_release"),
+        str(inputs["gpu_operator_release"]),
+        tuple(GPU_OPERATOR_RELEASES),
+    )
+    inputs["network_operator_release"] = str(inputs["network_operator_release"])
+    inputs["gpu_operator_release"] = str(inputs["gpu_operator_release"])
+
+    low, high = MTU_LIMITS[fabric]
+    mtu = _integer(variable("mtu"), inputs["mtu"], low, high, f" on {fabric}")
+    num_vfs = _integer(variable("sriov_num_vfs"), inputs["sriov_num_vfs"], 1, MAX_VFS)
+    if fabric == "infiniband" and num_vfs > MAX_VFS_INFINIBAND and method == "sriov_legacy":
+        raise PlanError(
+            variable("sriov_num_vfs"),
+            num_vfs,
+            f"at most {MAX_VFS_INFINIBAND} VFs per PF on InfiniBand",
+        )
+    vlan = inputs["vlan"]
+    if vlan is not None:
+        if fabric == "infiniband":
+            raise PlanError(
+                variable("vlan"),
+                vlan,
+                "no vlan on InfiniBand (SriovIBNetwork has none): leave it unset",
+            )
+        if method != "sriov_legacy":
+            raise PlanError(
+                variable("vlan"),
+                vlan,
+                "no vlan with method " + method + ": only sriov_legacy over roce "
+                "tags VF traffic (SriovNetwork.vlan)",
+            )
+        vlan = _integer(variable("vlan"), vlan, 0, 4094)
+    link_state = inputs["ib_link_state"]
+    if link_state is not None:
+        if not (fabric == "infiniband" and method == "sriov_legacy"):
+            raise PlanError(
+                variable("ib_link_state"),
+                link_state,
+                "unset unless method is sriov_legacy over infiniband (SriovIBNetwork)",
+            )
+        link_state = _choice(variable("ib_link_state"), link_state, IB_LINK_STATES)
+
+    ipam_type = _choice(variable("ipam_type"), inputs["ipam_type"], IPAM_TYPES)
+    rails = _rails(inputs, method, fabric)
+    operators = _operators(inputs)
+    openshift_version = _string(
+        variable("openshift_version"),
+        str(inputs["openshift_version"]),
+        _OPENSHIFT_VERSION,
+        "an OpenShift minor version such as 4.20",
+    )
+    nfd_image = inputs["nfd_operand_image"]
+    if nfd_image is not None:
+        nfd_image = _string(
+            variable("nfd_operand_image"), nfd_image, expected="a container image reference"
+        )
+    secrets = [
+        _dns_subdomain(f"{variable('image_pull_secrets')}[{i}]", s)
+        for i, s in enumerate(_list(variable("image_pull_secrets"), inputs["image_pull_secrets"]))
+    ]
+
+    return {
+        "method": method,
+        "fabric": fabric,
+        "link_type": "ib" if fabric == "infiniband" else "eth",
+        "rails": rails,
+        "network_namespace": _dns_label(variable("network_namespace"), inputs["network_namespace"]),
+        "ipam": {
+            "type": ipam_type,
+            "per_node_block_size": _integer(
+                variable("ipam_per_node_block_size"), inputs["ipam_per_node_block_size"], 1, 65536
+            ),
+        },
+        "mtu": mtu,
+        "shared_device": {
+            "rdma_hca_max": _integer(variable("rdma_hca_max"), inputs["rdma_hca_max"], 1, 1000),
+        },
+        "sriov": {
+            "num_vfs": num_vfs,
+            "policy_name": _dns_subdomain(
+                variable("sriov_policy_name"), inputs["sriov_policy_name"]
+            ),
+            "priority": _integer(variable("sriov_priority"), inputs["sriov_priority"], 0, 99),
+            "vlan": vlan,
+            "link_state": link_state,
+        },
+        "node_selector": _node_selector(inputs),
+        "gpu": {
+            "memory": _choice(variable("gpu_memory"), inputs["gpu_memory"], GPU_MEMORY_MODES),
+            "gds": _boolean(variable("gpu_gds"), inputs["gpu_gds"]),
+            "gdrcopy": _boolean(variable("gpu_gdrcopy"), inputs["gpu_gdrcopy"]),
+            "release": inputs["gpu_operator_release"],
+        },
+        "operators": operators,
+        "network_operator_release": inputs["network_operator_release"],
+        "images": _images(inputs),
+        "image_pull_secrets": secrets,
+        "openshift_version": openshift_version,
+        "nfd": {
+            # An explicit image wins; else the installed CSV's; else the OpenShift release's.
+            "operand_image": nfd_image,
+            "default_operand_image": (
+                "registry.redhat.io/openshift4/ose-node-feature-discovery-rhel9:v"
+                + openshift_version
+            ),
+        },
+        "machine_configs": {
+            "role": _dns_label(variable("machine_config_role"), inputs["machine_config_role"]),
+            "blacklist_irdma": _boolean(variable("blacklist_irdma"), inputs["blacklist_irdma"]),
+            "crio_memlock": _boolean(variable("crio_memlock"), inputs["crio_memlock"]),
+            "persistent_nic_names": _persistent_nic_names(inputs),
+        },
+    }
