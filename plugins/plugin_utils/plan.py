@@ -328,8 +328,8 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
         resource_variable = "sriov_resource_name"
     base_resource = _resource_name(variable(resource_variable), base_resource)
 
-    split = None
-    rails = []
+    # Names first: a duplicate interface is the root cause worth reporting before any IPAM.
+    normalised: list[dict] = []
     seen: dict[str, int] = {}
     for index, entry in enumerate(entries):
         where = f"{name}[{index}]"
@@ -339,17 +339,20 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
             raise PlanError(where, entry, "an interface name or a mapping with at least 'name'")
         unknown = sorted(set(entry) - set(INTERFACE_KEYS))
         if unknown:
-            raise PlanError(
-                f"{where}.{unknown[0]}",
-                entry[unknown[0]],
-                "no such key; allowed: " + ", ".join(INTERFACE_KEYS),
-            )
+            raise PlanError(f"{where}.{unknown[0]}", entry[unknown[0]],
+                            "no such key; allowed: " + ", ".join(INTERFACE_KEYS))
         interface = interface_name(f"{where}.name" if "name" in entry else where, entry.get("name"))
         if interface in seen:
-            raise PlanError(
-                f"{where}.name", interface, f"a name not already used by {name}[{seen[interface]}]"
-            )
+            raise PlanError(f"{where}.name", interface,
+                            f"a name not already used by {name}[{seen[interface]}]")
         seen[interface] = index
+        normalised.append(dict(entry))
+
+    split = None
+    rails = []
+    for index, entry in enumerate(normalised):
+        where = f"{name}[{index}]"
+        interface = entry["name"]
         suffix = f"-rail{index}" if multi else ""
         network_name = entry.get("network_name") or base_network + suffix
         resource_name = entry.get("resource_name") or (

@@ -1,0 +1,388 @@
+"""The plan: defaults, normalisation, multi-rail, and every validation error, each naming the
+variable, the value and what is allowed."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
+    DEFAULTS,
+    PlanError,
+    build_plan,
+    unknown_variables,
+)
+
+BASE = {
+    "method": "shared_device",
+    "fabric": "roce",
+    "interfaces": ["ens8f0np0"],
+    "ipam_range": "192.168.2.0/24",
+    "ipam_gateway": "192.168.2.1",
+}
+
+
+def plan(**overrides):
+    return build_plan({**BASE, **overrides})
+
+
+def test_defaults_follow_red_hat():
+    result = plan()
+    (rail,) = result["rails"]
+    assert rail == {
+        "index": 0,
+        "interface": "ens8f0np0",
+        "network_name": "rdmashared-net",
+        "resource_name": "rdma_shared_device_eth",
+        "ipam": {
+            "range": "192.168.2.0/24",
+            "network": "192.168.2.0/24",
+            "gateway": "192.168.2.1",
+            "exclude": [],
+        },
+    }
+    assert result["link_type"] == "eth"
+    assert result["mtu"] == 1500
+    assert result["network_namespace"] == "default"
+    assert result["gpu"]["memory"] == "dmabuf"
+    assert result["operators"]["nfd"] == {
+        "namespace": "openshift-nfd",
+        "package": "nfd",
+        "operator_group": "openshift-nfd",
+        "subscription": "nfd",
+        "channel": "stable",
+        "source": "redhat-operators",
+        "source_namespace": "openshift-marketplace",
+        "approval": "Automatic",
+        "starting_csv": None,
+    }
+    assert result["operators"]["gpu_operator"]["channel"] == "v26.7"
+    assert result["images"]["ofedDriver"]["version"] == "doca3.4.1-26.04-1.1.0.0-1"
+
+
+@pytest.mark.parametrize(
+    ("method", "fabric", "network", "resource"),
+    [
+        ("shared_device", "roce", "rdmashared-net", "rdma_shared_device_eth"),
+        ("shared_device", "infiniband", "example-ipoibnetwork", "rdma_shared_device_ib"),
+        ("host_device", "roce", "hostdev-net", "hostdev"),
+        ("host_device", "infiniband", "hostdev-net", "hostdev"),
+        ("sriov_legacy", "roce", "sriov-network", "sriovlegacy"),
+        ("sriov_legacy", "infiniband", "sriov-ib-network", "sriovlegacy"),
+    ],
+)
+def test_names_by_method_and_fabric(method, fabric, network, resource):
+    (rail,) = plan(method=method, fabric=fabric)["rails"]
+    assert (rail["network_name"], rail["resource_name"]) == (network, resource)
+
+
+def test_multi_rail_names_and_split_range():
+    result = build_plan(
+        {
+            **BASE,
+            "ipam_gateway": None,
+            "interfaces": [f"ens{i}f0np0" for i in range(1, 9)],
+            "ipam_range": "10.100.0.0/21",
+        }
+    )
+    assert [r["network_name"] for r in result["rails"]] == [
+        f"rdmashared-net-rail{i}" for i in range(8)
+    ]
+    assert [r["resource_name"] for r in result["rails"]] == [
+        f"rdma_shared_device_eth_rail{i}" for i in range(8)
+    ]
+    assert [r["ipam"]["range"] for r in result["rails"]] == [f"10.100.{i}.0/24" for i in range(8)]
+
+
+def test_three_rails_split_into_quarters():
+    result = build_plan(
+        {**BASE, "ipam_gateway": None, "interfaces": ["a", "b", "c"], "ipam_range": "10.0.0.0/24"}
+    )
+    assert [r["ipam"]["range"] for r in result["rails"]] == [
+        "10.0.0.0/26",
+        "10.0.0.64/26",
+        "10.0.0.128/26",
+    ]
+
+
+def test_per_rail_settings_win():
+    result = build_plan(
+        {
+            **BASE,
+            "ipam_range": None,
+            "ipam_gateway": None,
+            "interfaces": [
+                {
+                    "name": "ens1f0np0",
+                    "ipam_range": "10.1.0.0/24",
+                    "ipam_gateway": "10.1.0.1",
+                    "network_name": "rail-a",
+                    "resource_name": "rail_a",
+                },
+                {"name": "ens2f0np0", "ipam_range": "10.2.0.0/24", "ipam_exclude": ["10.2.0.0/30"]},
+            ],
+        }
+    )
+    first, second = result["rails"]
+    assert (first["network_name"], first["resource_name"]) == ("rail-a", "rail_a")
+    assert first["ipam"]["gateway"] == "10.1.0.1"
+    assert second["network_name"] == "rdmashared-net-rail1"
+    assert second["ipam"]["exclude"] == ["10.2.0.0/30"]
+
+
+def test_a_single_interface_string_is_one_rail():
+    assert len(plan(interfaces="ens8f0np0")["rails"]) == 1
+
+
+def test_manual_approval_defaults_starting_csv_to_the_release():
+    result = plan(operators={"gpu_operator": {"approval": "Manual"}}, gpu_operator_release="26.3.3")
+    gpu = result["operators"]["gpu_operator"]
+    assert (gpu["approval"], gpu["starting_csv"], gpu["channel"]) == (
+        "Manual",
+        "gpu-operator-certified.v26.3.3",
+        "v26.3",
+    )
+
+
+def test_catalog_source_applies_to_all_operators():
+    result = plan(catalog_source="my-mirror")
+    assert {o["source"] for o in result["operators"].values()} == {"my-mirror"}
+
+
+def test_image_registry_keeps_the_path():
+    result = plan(image_registry="mirror.local:5000")
+    assert result["images"]["ofedDriver"]["repository"] == "mirror.local:5000/nvidia/mellanox"
+
+
+def test_persistent_names_know_ethernet_and_ipoib():
+    ipoib = ":".join(["a0"] * 20)
+    result = plan(
+        persistent_nic_names=[
+            {"mac": "B8:3F:D2:3B:51:29", "name": "ens8f0np0"},
+            {"mac": ipoib, "name": "ibs2f0"},
+        ]
+    )
+    assert result["machine_configs"]["persistent_nic_names"] == [
+        {"mac": "b8:3f:d2:3b:51:29", "name": "ens8f0np0", "type": 1},
+        {"mac": ipoib, "name": "ibs2f0", "type": 32},
+    ]
+
+
+def test_strings_from_surveys_are_accepted_for_numbers_and_booleans():
+    result = plan(mtu="9000", crio_memlock="true", network_operator_release=26.4 and "26.4.0")
+    assert result["mtu"] == 9000
+    assert result["machine_configs"]["crio_memlock"] is True
+
+
+def test_build_plan_does_not_change_its_input():
+    given = {**BASE, "interfaces": ["ens8f0np0"], "operators": {"nfd": {"channel": "stable"}}}
+    snapshot = repr(given)
+    build_plan(given)
+    assert repr(given) == snapshot
+
+
+IB_SRIOV = {"method": "sriov_legacy", "fabric": "infiniband", "interfaces": ["ibs2f0"]}
+
+# (overrides, variable named in the error, a piece of what is allowed)
+BAD_INPUTS = [
+    ({"method": None}, "gpudirect_rdma_method", "one of shared_device, host_device, sriov_legacy"),
+    (
+        {"method": "rdma"},
+        "gpudirect_rdma_method",
+        "one of shared_device, host_device, sriov_legacy",
+    ),
+    ({"fabric": "ethernet"}, "gpudirect_rdma_fabric", "one of roce, infiniband"),
+    ({"fabric": ""}, "gpudirect_rdma_fabric", "one of roce, infiniband"),
+    ({"interfaces": []}, "gpudirect_rdma_interfaces", "a non-empty list"),
+    ({"interfaces": 5}, "gpudirect_rdma_interfaces", "a non-empty list"),
+    ({"interfaces": ["ens 8"]}, "gpudirect_rdma_interfaces[0].name", "a Linux interface name"),
+    ({"interfaces": ["ens8f0np0/1"]}, "gpudirect_rdma_interfaces[0].name", "no '/'"),
+    ({"interfaces": ["a" * 16]}, "gpudirect_rdma_interfaces[0].name", "1 to 15 characters"),
+    ({"interfaces": [".."]}, "gpudirect_rdma_interfaces[0].name", "not '.' or '..'"),
+    ({"interfaces": ["eth:0"]}, "gpudirect_rdma_interfaces[0].name", "no '/', ':'"),
+    ({"interfaces": ["ens1", "ens1"]}, "gpudirect_rdma_interfaces[1].name", "not already used"),
+    ({"interfaces": [{"nam": "ens1"}]}, "gpudirect_rdma_interfaces[0].nam", "allowed: name"),
+    ({"interfaces": [["ens1"]]}, "gpudirect_rdma_interfaces[0]", "an interface name or a mapping"),
+    ({"interfaces": ["e"] * 33}, "gpudirect_rdma_interfaces", "at most 32 rails"),
+    ({"ipam_range": None}, "gpudirect_rdma_ipam_range", "the IP range pods get addresses from"),
+    ({"ipam_range": "192.168.2.0"}, "gpudirect_rdma_ipam_range", "CIDR notation"),
+    ({"ipam_range": "192.168.300.0/24"}, "gpudirect_rdma_ipam_range", "CIDR notation"),
+    ({"ipam_range": "192.168.2.0/33"}, "gpudirect_rdma_ipam_range", "CIDR notation"),
+    (
+        {"ipam_gateway": "192.168.3.1"},
+        "gpudirect_rdma_ipam_gateway",
+        "an address inside 192.168.2.0/24",
+    ),
+    ({"ipam_gateway": "gateway"}, "gpudirect_rdma_ipam_gateway", "an IP address"),
+    ({"ipam_gateway": "fd00::1"}, "gpudirect_rdma_ipam_gateway", "an address inside"),
+    (
+        {"ipam_exclude": ["10.0.0.0/30"]},
+        "gpudirect_rdma_ipam_exclude[0]",
+        "a CIDR inside 192.168.2.0/24",
+    ),
+    ({"ipam_exclude": ["192.168.2.5"]}, "gpudirect_rdma_ipam_exclude[0]", "CIDR notation"),
+    ({"ipam_exclude": "192.168.2.0/30"}, "gpudirect_rdma_ipam_exclude", "a list"),
+    ({"ipam_type": "dhcp"}, "gpudirect_rdma_ipam_type", "one of whereabouts, nv-ipam"),
+    ({"ipam_per_node_block_size": 0}, "gpudirect_rdma_ipam_per_node_block_size", "from 1 to 65536"),
+    ({"interfaces": ["a", "b"]}, "gpudirect_rdma_ipam_gateway", "give each entry"),
+    (
+        {"interfaces": ["a", "b"], "ipam_gateway": None, "ipam_range": "10.0.0.0/31"},
+        "gpudirect_rdma_ipam_range",
+        "large enough to split into 2",
+    ),
+    (
+        {"interfaces": [{"name": "a", "ipam_gateway": "10.0.0.1"}]},
+        "gpudirect_rdma_interfaces[0].ipam_gateway",
+        "an ipam_range on",
+    ),
+    (
+        {"interfaces": [{"name": "a", "ipam_range": "10.0.0.0/24", "ipam_gateway": "10.0.1.1"}]},
+        "gpudirect_rdma_interfaces[0].ipam_gateway",
+        "an address inside 10.0.0.0/24",
+    ),
+    (
+        {
+            "interfaces": [{"name": "a", "network_name": "x"}, {"name": "b", "network_name": "x"}],
+            "ipam_gateway": None,
+        },
+        "gpudirect_rdma_interfaces[0].network_name",
+        "used by one rail only",
+    ),
+    ({"network_name": "RDMA_net"}, "gpudirect_rdma_network_name", "a DNS-1123 name"),
+    ({"network_namespace": "Default"}, "gpudirect_rdma_network_namespace", "a DNS-1123 label"),
+    (
+        {"shared_device_resource_name": "rdma/shared"},
+        "gpudirect_rdma_shared_device_resource_name",
+        "a resource name",
+    ),
+    ({"mtu": 100}, "gpudirect_rdma_mtu", "from 576 to 9216 on roce"),
+    ({"mtu": 9500}, "gpudirect_rdma_mtu", "from 576 to 9216 on roce"),
+    ({"mtu": "jumbo"}, "gpudirect_rdma_mtu", "a whole number"),
+    ({"mtu": True}, "gpudirect_rdma_mtu", "a whole number"),
+    ({"rdma_hca_max": 0}, "gpudirect_rdma_rdma_hca_max", "from 1 to 1000"),
+    (
+        {**IB_SRIOV, "sriov_num_vfs": 17},
+        "gpudirect_rdma_sriov_num_vfs",
+        "at most 16 VFs per PF on InfiniBand",
+    ),
+    ({"sriov_num_vfs": 0}, "gpudirect_rdma_sriov_num_vfs", "from 1 to 127"),
+    ({"sriov_num_vfs": 128}, "gpudirect_rdma_sriov_num_vfs", "from 1 to 127"),
+    ({"sriov_priority": 100}, "gpudirect_rdma_sriov_priority", "from 0 to 99"),
+    ({"sriov_policy_name": "Policy"}, "gpudirect_rdma_sriov_policy_name", "a DNS-1123 name"),
+    ({**IB_SRIOV, "vlan": 100}, "gpudirect_rdma_vlan", "no vlan on InfiniBand"),
+    ({**IB_SRIOV, "vlan": 0}, "gpudirect_rdma_vlan", "no vlan on InfiniBand"),
+    ({"vlan": 10}, "gpudirect_rdma_vlan", "only sriov_legacy over roce"),
+    ({"method": "sriov_legacy", "vlan": 4095}, "gpudirect_rdma_vlan", "from 0 to 4094"),
+    ({"ib_link_state": "enable"}, "gpudirect_rdma_ib_link_state", "sriov_legacy over infiniband"),
+    (
+        {**IB_SRIOV, "ib_link_state": "up"},
+        "gpudirect_rdma_ib_link_state",
+        "one of enable, disable, auto",
+    ),
+    ({"node_selector": {}}, "gpudirect_rdma_node_selector", "at least one label"),
+    ({"node_selector": {"gpu": True}}, "gpudirect_rdma_node_selector[gpu]", "a label value string"),
+    ({"node_selector": ["gpu"]}, "gpudirect_rdma_node_selector", "a mapping"),
+    ({"gpu_memory": "gds"}, "gpudirect_rdma_gpu_memory", "one of dmabuf, peermem"),
+    ({"gpu_gds": "maybe"}, "gpudirect_rdma_gpu_gds", "true or false"),
+    ({"operators": {"gpu": {}}}, "gpudirect_rdma_operators.gpu", "no such operator"),
+    (
+        {"operators": {"nfd": {"chanel": "stable"}}},
+        "gpudirect_rdma_operators.nfd.chanel",
+        "no such key",
+    ),
+    (
+        {"operators": {"nfd": {"approval": "manual"}}},
+        "gpudirect_rdma_operators.nfd.approval",
+        "one of Automatic, Manual",
+    ),
+    (
+        {"operators": {"nfd": {"approval": "Manual"}}},
+        "gpudirect_rdma_operators.nfd.starting_csv",
+        "when approval is Manual",
+    ),
+    (
+        {"operators": {"nfd": {"namespace": "NFD"}}},
+        "gpudirect_rdma_operators.nfd.namespace",
+        "a DNS-1123 label",
+    ),
+    ({"operators": "nfd"}, "gpudirect_rdma_operators", "a mapping"),
+    ({"catalog_source": "My Mirror"}, "gpudirect_rdma_operators.nfd.source", "a DNS-1123 name"),
+    ({"network_operator_release": "24.10"}, "gpudirect_rdma_network_operator_release", "26.4.1"),
+    ({"gpu_operator_release": "24.9.2"}, "gpudirect_rdma_gpu_operator_release", "26.7.0"),
+    ({"image_registry": "https://mirror"}, "gpudirect_rdma_image_registry", "a registry host"),
+    (
+        {"image_pull_secrets": ["My_Secret"]},
+        "gpudirect_rdma_image_pull_secrets[0]",
+        "a DNS-1123 name",
+    ),
+    ({"openshift_version": "4"}, "gpudirect_rdma_openshift_version", "such as 4.20"),
+    ({"machine_config_role": "Worker"}, "gpudirect_rdma_machine_config_role", "a DNS-1123 label"),
+    ({"blacklist_irdma": "sometimes"}, "gpudirect_rdma_blacklist_irdma", "true or false"),
+    (
+        {"persistent_nic_names": [{"mac": "b8:3f:d2:3b:51", "name": "ens8f0np0"}]},
+        "gpudirect_rdma_persistent_nic_names[0].mac",
+        "a MAC address",
+    ),
+    (
+        {"persistent_nic_names": [{"mac": "b8-3f-d2-3b-51-29", "name": "ens8f0np0"}]},
+        "gpudirect_rdma_persistent_nic_names[0].mac",
+        "a MAC address",
+    ),
+    (
+        {"persistent_nic_names": [{"mac": "b8:3f:d2:3b:51:29", "name": "bad name"}]},
+        "gpudirect_rdma_persistent_nic_names[0].name",
+        "a Linux interface name",
+    ),
+    (
+        {"persistent_nic_names": [{"mac": "b8:3f:d2:3b:51:29"}]},
+        "gpudirect_rdma_persistent_nic_names[0]",
+        "exactly 'mac' and 'name'",
+    ),
+    (
+        {
+            "persistent_nic_names": [
+                {"mac": "b8:3f:d2:3b:51:29", "name": "a"},
+                {"mac": "B8:3F:D2:3B:51:29", "name": "b"},
+            ]
+        },
+        "gpudirect_rdma_persistent_nic_names[1].mac",
+        "not already in",
+    ),
+    (
+        {"ipam_rnage": "10.0.0.0/24"},
+        "gpudirect_rdma_ipam_rnage",
+        "did you mean gpudirect_rdma_ipam_range?",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "variable", "allowed"),
+    BAD_INPUTS,
+    ids=[f"{i}-{case[1]}" for i, case in enumerate(BAD_INPUTS)],
+)
+def test_bad_input_names_variable_value_and_what_is_allowed(overrides, variable, allowed):
+    with pytest.raises(PlanError) as raised:
+        build_plan({**BASE, **overrides})
+    assert raised.value.variable == variable
+    assert allowed in raised.value.expected
+    message = str(raised.value)
+    assert message.startswith(f"{variable}: got ")
+    assert "; expected " in message
+
+
+def test_every_default_is_a_documented_option():
+    import yaml
+    from ansible_collections.gpudirect.rdma.plugins.modules import plan as plan_doc
+
+    options = yaml.safe_load(plan_doc.DOCUMENTATION)["options"]
+    assert set(options) == set(DEFAULTS)
+    for name, option in options.items():
+        if "default" in option:
+            assert option["default"] == DEFAULTS[name], name
+        if "choices" in option and name in ("network_operator_release", "gpu_operator_release"):
+            assert DEFAULTS[name] in option["choices"]
+
+
+def test_misspelt_variables_are_found():
+    assert unknown_variables(
+        ["gpudirect_rdma_ipam_rnage", "gpudirect_rdma_method", "gpudirect_rdma_render_dir", "x"]
+    ) == [("gpudirect_rdma_ipam_rnage", "gpudirect_rdma_ipam_range")]
