@@ -82,6 +82,15 @@ build: venv ## build the collection tarball
 .PHONY: test
 test: lint unit integration build ## everything CI runs
 
+.PHONY: benchmark
+benchmark: venv ## benchmarks (not part of make test): plan + render at 1 node and 1,000 nodes x 8 rails
+	$(BIN)/python benchmarks/plan_render.py
+
+.PHONY: render
+render: venv ## render INVENTORY (default inventories/shared-device-roce) to RENDER_DIR (default ./rendered)
+	$(BIN)/ansible-playbook -i $(or $(INVENTORY),inventories/shared-device-roce) playbooks/render.yml \
+	  -e gpudirect_rdma_render_dir=$(abspath $(or $(RENDER_DIR),rendered))
+
 .PHONY: clean
 clean: cluster-down ## remove the virtual environment, build output and control plane state
 	rm -rf $(VENV) .collections build $(STATE_DIR) .pytest_cache .ruff_cache

@@ -43,6 +43,9 @@ MAX_RAILS = 32
 MAX_VFS = 127
 MAX_VFS_INFINIBAND = 16
 MTU_LIMITS = {"roce": (576, 9216), "infiniband": (576, 65520)}
+# One udev rule is about 135 bytes once base64-encoded; the MachineConfig carrying them must stay
+# well under the API server's 1.5 MiB request limit.
+MAX_PERSISTENT_NIC_NAMES = 10000
 
 # Red Hat's names where Red Hat gives one (OpenShift "NVIDIA GPUDirect RDMA" chapter).
 NETWORK_NAMES = {
@@ -339,12 +342,16 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
             raise PlanError(where, entry, "an interface name or a mapping with at least 'name'")
         unknown = sorted(set(entry) - set(INTERFACE_KEYS))
         if unknown:
-            raise PlanError(f"{where}.{unknown[0]}", entry[unknown[0]],
-                            "no such key; allowed: " + ", ".join(INTERFACE_KEYS))
+            raise PlanError(
+                f"{where}.{unknown[0]}",
+                entry[unknown[0]],
+                "no such key; allowed: " + ", ".join(INTERFACE_KEYS),
+            )
         interface = interface_name(f"{where}.name" if "name" in entry else where, entry.get("name"))
         if interface in seen:
-            raise PlanError(f"{where}.name", interface,
-                            f"a name not already used by {name}[{seen[interface]}]")
+            raise PlanError(
+                f"{where}.name", interface, f"a name not already used by {name}[{seen[interface]}]"
+            )
         seen[interface] = index
         normalised.append(dict(entry))
 
@@ -501,9 +508,17 @@ def _images(inputs: Mapping) -> dict:
 
 def _persistent_nic_names(inputs: Mapping) -> list[dict]:
     name = variable("persistent_nic_names")
+    entries = _list(name, inputs["persistent_nic_names"])
+    if len(entries) > MAX_PERSISTENT_NIC_NAMES:
+        raise PlanError(
+            name,
+            f"{len(entries)} entries",
+            f"at most {MAX_PERSISTENT_NIC_NAMES} (they share one MachineConfig, which "
+            "must stay under the API server's 1.5 MiB request limit)",
+        )
     rules = []
     seen: dict[str, int] = {}
-    for index, entry in enumerate(_list(name, inputs["persistent_nic_names"])):
+    for index, entry in enumerate(entries):
         where = f"{name}[{index}]"
         if not isinstance(entry, Mapping) or set(entry) != {"mac", "name"}:
             raise PlanError(where, entry, "a mapping with exactly 'mac' and 'name'")

@@ -347,6 +347,11 @@ BAD_INPUTS = [
         "not already in",
     ),
     (
+        {"persistent_nic_names": [{"mac": "b8:3f:d2:3b:51:29", "name": "a"}] * 10001},
+        "gpudirect_rdma_persistent_nic_names",
+        "at most 10000",
+    ),
+    (
         {"ipam_rnage": "10.0.0.0/24"},
         "gpudirect_rdma_ipam_rnage",
         "did you mean gpudirect_rdma_ipam_range?",

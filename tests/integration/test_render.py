@@ -1,0 +1,168 @@
+"""render.yml end to end: every example inventory renders a kustomize tree that `kubectl
+kustomize` builds and that the real API server accepts as it is (nothing pruned); a bad
+inventory writes no file; re-rendering changes nothing; switching method prunes the old files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import dynamic
+from kubernetes.client.rest import ApiException
+
+from tests.harness.controlplane import REPO_ROOT, api_client
+from tests.unit.inventories import NAMES
+
+RENDER = REPO_ROOT / "playbooks" / "render.yml"
+
+
+def render(run_playbook, inventory: str, dest: Path, *extra: str, check: bool = True):
+    return run_playbook(
+        RENDER,
+        "-i",
+        str(REPO_ROOT / "inventories" / inventory),
+        "-e",
+        f"gpudirect_rdma_render_dir={dest}",
+        *extra,
+        check=check,
+    )
+
+
+def kubectl(control_plane) -> str:
+    state = json.loads(control_plane.state_file.read_text())
+    return str(Path(state["binaries"]) / "kubectl")
+
+
+def build(control_plane, tree: Path) -> list[dict]:
+    result = subprocess.run(
+        [kubectl(control_plane), "kustomize", str(tree)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def assert_kept(stored, sent, path="") -> None:
+    """Everything sent is stored unchanged: nothing pruned or rewritten (the server may add
+    its schema defaults and metadata)."""
+    if isinstance(sent, dict):
+        assert isinstance(stored, dict), f"{path}: stored {stored!r}"
+        for key, value in sent.items():
+            assert key in stored, f"{path}.{key} was pruned by the server"
+            assert_kept(stored[key], value, f"{path}.{key}")
+    else:
+        assert stored == sent, f"{path}: stored {stored!r}, sent {sent!r}"
+
+
+@pytest.fixture(scope="module")
+def resources(control_plane):
+    return dynamic.DynamicClient(api_client(control_plane.harness_kubeconfig))
+
+
+def server_side_dry_run(resources, obj: dict) -> dict:
+    """What the server would store for obj: a dry-run create with strict field validation.
+    Namespaces are created for real, so that namespaced objects can be tried in them."""
+    api = resources.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    if obj["kind"] == "Namespace":
+        try:
+            api.create(body=obj)
+        except ApiException as error:
+            assert error.status == 409, error.body
+        return api.get(name=obj["metadata"]["name"]).to_dict()
+    return api.create(
+        body=obj,
+        namespace=obj["metadata"].get("namespace"),
+        dry_run="All",
+        field_validation="Strict",
+    ).to_dict()
+
+
+@pytest.mark.parametrize("inventory", NAMES)
+def test_render_is_built_by_kustomize_and_accepted_by_the_server(
+    inventory, run_playbook, control_plane, resources, tmp_path
+):
+    tree = tmp_path / "tree"
+    result = render(run_playbook, inventory, tree)
+    assert "changed=1" in result.stdout
+    files = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.yaml"))
+    assert "kustomization.yaml" in files
+    objects = build(control_plane, tree)
+    per_file = [p for p in files if not p.endswith("kustomization.yaml")]
+    assert len(objects) == len(per_file), "one object per file, all listed by the kustomizations"
+    for obj in objects:
+        stored = server_side_dry_run(resources, obj)
+        assert_kept(
+            stored["metadata"], obj["metadata"], f"{obj['kind']}/{obj['metadata']['name']} metadata"
+        )
+        for key in ("spec", "data"):
+            if key in obj:
+                assert_kept(stored[key], obj[key], f"{obj['kind']}/{obj['metadata']['name']} {key}")
+
+
+def test_second_render_changes_nothing(run_playbook, tmp_path):
+    tree = tmp_path / "tree"
+    render(run_playbook, "shared-device-roce", tree)
+    stamps = {p: p.stat().st_mtime_ns for p in tree.rglob("*.yaml")}
+    second = render(run_playbook, "shared-device-roce", tree)
+    assert "changed=0" in second.stdout
+    assert {p: p.stat().st_mtime_ns for p in tree.rglob("*.yaml")} == stamps
+
+
+def test_switching_method_removes_the_old_method_and_keeps_foreign_files(run_playbook, tmp_path):
+    tree = tmp_path / "tree"
+    render(run_playbook, "shared-device-roce", tree)
+    (tree / "README.md").write_text("notes of the GitOps repository\n")
+    (tree / "shared-device" / "extra.yaml").write_text("kind: ConfigMap\n")
+    render(run_playbook, "sriov-legacy-roce", tree)
+    assert not (tree / "shared-device" / "macvlannetwork-rdmashared-net.yaml").exists()
+    assert (tree / "sriov-legacy" / "sriovnetwork-sriov-network.yaml").exists()
+    assert (tree / "README.md").exists(), "a file the collection did not write is kept"
+    assert (tree / "shared-device" / "extra.yaml").exists()
+    assert "- sriov-legacy" in (tree / "kustomization.yaml").read_text()
+    assert "- shared-device" not in (tree / "kustomization.yaml").read_text()
+
+
+def test_check_mode_writes_nothing(run_playbook, tmp_path):
+    tree = tmp_path / "tree"
+    result = render(run_playbook, "host-device-roce", tree, "--check")
+    assert "changed=1" in result.stdout
+    assert not tree.exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["-e", "gpudirect_rdma_method=rdma"],
+            "gpudirect_rdma_method: got 'rdma'; "
+            "expected one of shared_device, host_device, sriov_legacy",
+        ),
+        (
+            ["-e", "gpudirect_rdma_sriov_num_vfs=32"],
+            "gpudirect_rdma_sriov_num_vfs: got 32; expected at most 16 VFs per PF on InfiniBand",
+        ),
+        (
+            ["-e", "gpudirect_rdma_ipam_rnage=10.0.0.0/24"],
+            "gpudirect_rdma_ipam_rnage: not a variable of gpudirect.rdma; did you mean "
+            "gpudirect_rdma_ipam_range?",
+        ),
+    ],
+)
+def test_invalid_inventory_fails_with_the_variable_and_writes_no_file(
+    run_playbook, tmp_path, extra, message
+):
+    tree = tmp_path / "tree"
+    inventory = tmp_path / "inventory"
+    shutil.copytree(REPO_ROOT / "inventories" / "sriov-legacy-infiniband", inventory)
+    result = run_playbook(
+        RENDER, "-i", str(inventory), "-e", f"gpudirect_rdma_render_dir={tree}", *extra, check=False
+    )
+    assert result.returncode != 0
+    assert message in " ".join(result.stdout.split())
+    assert not tree.exists()
