@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
+
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
     DEFAULTS,
     PlanError,

@@ -36,6 +36,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
+
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (  # noqa: E402
     COMPONENT_LABEL,

@@ -60,6 +60,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
+
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (  # noqa: E402
     build_objects,

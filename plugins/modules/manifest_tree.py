@@ -14,7 +14,7 @@ description:
   - With O(prune), removes files below O(dest) that an earlier render wrote (they start with the
     collection's marker line) and that are no longer part of the tree, for example the previous
     method's networks after switching method. Files without the marker are never touched.
-  - Nothing is written when the plan failed before: render.yml plans first.
+  - Nothing is written when the plan failed before, since render.yml plans first.
 attributes:
   check_mode:
     support: full
@@ -75,6 +75,11 @@ import tempfile  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+# The first line of every file that playbooks/render.yml writes (plugin_utils/render.py MARKER).
+DEFAULT_MARKER = (
+    "# Rendered by gpudirect.rdma (playbooks/render.yml). Edit the inventory, not this file."
+)
+
 
 def _safe_relative(path):
     parts = path.split("/")
@@ -116,11 +121,7 @@ def main():
             "dest": {"type": "path", "required": True},
             "files": {"type": "dict", "required": True},
             "prune": {"type": "bool", "default": True},
-            "marker": {
-                "type": "str",
-                "default": "# Rendered by gpudirect.rdma (playbooks/render.yml). "
-                "Edit the inventory, not this file.",
-            },
+            "marker": {"type": "str", "default": DEFAULT_MARKER},
         },
         supports_check_mode=True,
     )

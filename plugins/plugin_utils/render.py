@@ -13,6 +13,7 @@ replace or remove.
 from __future__ import annotations
 
 import yaml
+
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import component_of
 
 MARKER = "# Rendered by gpudirect.rdma (playbooks/render.yml). Edit the inventory, not this file."

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
     COMPONENTS,
     build_objects,
@@ -25,7 +26,6 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import to_yaml
-
 from tests.unit.inventories import NAMES, inputs
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"

@@ -4,6 +4,7 @@ variable, the value and what is allowed."""
 from __future__ import annotations
 
 import pytest
+
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
     DEFAULTS,
     PlanError,
@@ -376,6 +377,7 @@ def test_bad_input_names_variable_value_and_what_is_allowed(overrides, variable,
 
 def test_every_default_is_a_documented_option():
     import yaml
+
     from ansible_collections.gpudirect.rdma.plugins.modules import plan as plan_doc
 
     options = yaml.safe_load(plan_doc.DOCUMENTATION)["options"]

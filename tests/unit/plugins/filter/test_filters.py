@@ -1,0 +1,69 @@
+"""The filters are thin: they check their arguments against their DOCUMENTATION and say what
+they expected and what arrived."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpudirect.rdma.plugins.filter.kustomize_tree import kustomize_tree
+from ansible_collections.gpudirect.rdma.plugins.filter.objects import objects
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.unit.inventories import inputs
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return build_plan(inputs("sriov-legacy-roce"))
+
+
+def test_objects_of_one_component(plan):
+    kinds = [o["kind"] for o in objects(plan, component="sriov-legacy")]
+    assert kinds == ["SriovNetworkNodePolicy", "SriovNetwork"]
+
+
+def test_objects_returns_new_objects_each_call(plan):
+    first, second = objects(plan), objects(plan)
+    assert first == second
+    first[0]["metadata"]["name"] = "changed"
+    assert second[0]["metadata"]["name"] != "changed"
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        (["not a plan"], {}, "_input"),
+        ([{"method": "shared_device"}], {}, "expected the plan returned by gpudirect.rdma.plan"),
+        ([None], {"component": "gpu"}, "value of component must be one of"),
+    ],
+)
+def test_objects_rejects_bad_arguments(plan, args, kwargs, message):
+    if args == [None]:
+        args = [plan]
+    with pytest.raises(AnsibleFilterError, match=message):
+        objects(*args, **kwargs)
+
+
+def test_kustomize_tree_lays_out_components(plan):
+    files = kustomize_tree(objects(plan))
+    assert "sriov-legacy/sriovnetworknodepolicy-sriov-legacy-policy.yaml" in files
+    assert files["kustomization.yaml"].splitlines()[-6:] == [
+        "- nfd",
+        "- sriov-network-operator",
+        "- network-operator",
+        "- gpu-operator",
+        "- machine-config",
+        "- sriov-legacy",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("objects", "option ._input. is of type str"),
+        ([{"kind": "ConfigMap", "metadata": {"name": "x"}}], "item 0 expected an object from"),
+    ],
+)
+def test_kustomize_tree_rejects_bad_input(value, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        kustomize_tree(value)
