@@ -20,7 +20,11 @@ MARKER = "# Rendered by gpudirect.rdma (playbooks/render.yml). Edit the inventor
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style, keys in the order the builders wrote them, multi-line strings as `|`."""
+    """Block style, keys in the order the builders wrote them, list items indented under
+    their key (as yamllint and kubectl write them), multi-line strings as `|`."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
 
 
 def _string(dumper: yaml.SafeDumper, value: str):

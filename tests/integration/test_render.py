@@ -124,8 +124,9 @@ def test_switching_method_removes_the_old_method_and_keeps_foreign_files(run_pla
     assert (tree / "sriov-legacy" / "sriovnetwork-sriov-network.yaml").exists()
     assert (tree / "README.md").exists(), "a file the collection did not write is kept"
     assert (tree / "shared-device" / "extra.yaml").exists()
-    assert "- sriov-legacy" in (tree / "kustomization.yaml").read_text()
-    assert "- shared-device" not in (tree / "kustomization.yaml").read_text()
+    resources = yaml.safe_load((tree / "kustomization.yaml").read_text())["resources"]
+    assert "sriov-legacy" in resources
+    assert "shared-device" not in resources
 
 
 def test_check_mode_writes_nothing(run_playbook, tmp_path):

@@ -4,6 +4,7 @@ they expected and what arrived."""
 from __future__ import annotations
 
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpudirect.rdma.plugins.filter.kustomize_tree import kustomize_tree
@@ -47,13 +48,13 @@ def test_objects_rejects_bad_arguments(plan, args, kwargs, message):
 def test_kustomize_tree_lays_out_components(plan):
     files = kustomize_tree(objects(plan))
     assert "sriov-legacy/sriovnetworknodepolicy-sriov-legacy-policy.yaml" in files
-    assert files["kustomization.yaml"].splitlines()[-6:] == [
-        "- nfd",
-        "- sriov-network-operator",
-        "- network-operator",
-        "- gpu-operator",
-        "- machine-config",
-        "- sriov-legacy",
+    assert yaml.safe_load(files["kustomization.yaml"])["resources"] == [
+        "nfd",
+        "sriov-network-operator",
+        "network-operator",
+        "gpu-operator",
+        "machine-config",
+        "sriov-legacy",
     ]
 
 
