@@ -52,6 +52,10 @@ cluster-down: ## stop exactly the processes cluster-up started
 cluster-status: venv ## show the processes of the local control plane
 	$(BIN)/python -m tests.harness status --state-dir $(STATE_DIR)
 
+.PHONY: demo
+demo: venv ## local control plane + simulator, two fake nodes, an example inventory applied (INVENTORY=...)
+	bash hack/demo.sh
+
 .PHONY: nodes
 nodes: venv ## register two fake GPU + NIC worker nodes (FABRIC=roce|infiniband)
 	$(BIN)/python -m tests.simulator --kubeconfig $(STATE_DIR)/simulator.kubeconfig nodes --count 2 --fabric $(or $(FABRIC),roce)
