@@ -157,6 +157,10 @@ class ControlPlane:
         )
         log.close()
         process = Process(name=name, pid=child.pid, executable=argv[0])
+        # Until the child has exec'd, /proc/<pid>/cmdline still shows this Python process.
+        deadline = time.monotonic() + 10
+        while not process.alive() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         self._record(process)
         return process
 
