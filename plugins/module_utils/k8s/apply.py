@@ -1,0 +1,304 @@
+"""Apply objects with server-side apply, writing only what differs.
+
+A converged object costs one GET and no write: it is applied only when a field it sets
+differs from the live object, or when the live object still holds a field this collection's
+field manager set earlier and no longer sets (a method switch that drops a device plugin).
+Ownership: an object that exists without the collection's managed-by label is somebody
+else's; it is changed only when the caller allows it (Namespaces are adopted).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+    FIELD_MANAGER,
+    NotServed,
+)
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "gpudirect.rdma"
+# Kinds whose existing, foreign instances are simply adopted (labels added, nothing removed).
+ADOPTED_KINDS = ("Namespace",)
+_VOLATILE_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
+
+
+def identity(obj: dict) -> str:
+    metadata = obj.get("metadata") or {}
+    where = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
+    return f"{obj.get('kind')} {where}{metadata.get('name')}"
+
+
+def owned_by_collection(obj: dict) -> bool:
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+def contains(live, desired) -> bool:
+    """True when every field of desired is in live with the same value. Lists must have the
+    same length, item by item (items may carry fields the server defaulted)."""
+    if isinstance(desired, dict):
+        return isinstance(live, dict) and all(
+            key in live and contains(live[key], value) for key, value in desired.items()
+        )
+    if isinstance(desired, list):
+        return (
+            isinstance(live, list)
+            and len(live) == len(desired)
+            and all(contains(a, b) for a, b in zip(live, desired))
+        )
+    return live == desired
+
+
+def _stale(owned: dict, desired, path: str) -> list[str]:
+    """Paths that the field set `owned` (managedFields fieldsV1) holds and desired lacks."""
+    found = []
+    for key, below in owned.items():
+        if key == ".":
+            continue
+        kind, _, rest = key.partition(":")
+        if kind == "f":
+            if not isinstance(desired, dict) or rest not in desired:
+                found.append(f"{path}.{rest}")
+            elif below:
+                found.extend(_stale(below, desired[rest], f"{path}.{rest}"))
+        elif kind == "k":
+            keys = json.loads(rest)
+            items = desired if isinstance(desired, list) else []
+            match = next(
+                (
+                    item
+                    for item in items
+                    if isinstance(item, dict) and all(item.get(k) == v for k, v in keys.items())
+                ),
+                None,
+            )
+            if match is None:
+                found.append(f"{path}[{rest}]")
+            elif below:
+                found.extend(_stale(below, match, f"{path}[{rest}]"))
+        elif kind == "v":
+            if not isinstance(desired, list) or json.loads(rest) not in desired:
+                found.append(f"{path}[{rest}]")
+    return found
+
+
+def stale_fields(live: dict, desired: dict, manager: str = FIELD_MANAGER) -> list[str]:
+    """Fields that manager applied to live earlier and desired no longer sets."""
+    found = []
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        if entry.get("manager") == manager and entry.get("operation") == "Apply":
+            found.extend(_stale(entry.get("fieldsV1") or {}, desired, ""))
+    return found
+
+
+def applied_by(live: dict, manager: str = FIELD_MANAGER) -> bool:
+    return any(
+        entry.get("manager") == manager and entry.get("operation") == "Apply"
+        for entry in (live.get("metadata") or {}).get("managedFields") or []
+    )
+
+
+def decide(desired: dict, live: dict | None) -> tuple[str, list[str]]:
+    """What to do with one object: ('create'|'update'|'unchanged', reasons)."""
+    if live is None:
+        return "create", []
+    reasons = []
+    if not contains(live, desired):
+        reasons.append("fields differ")
+    stale = stale_fields(live, desired)
+    if stale:
+        reasons.append("no longer set: " + ", ".join(sorted(stale)))
+    if not reasons and not applied_by(live):
+        reasons.append("not yet managed by " + FIELD_MANAGER)
+    return ("update" if reasons else "unchanged"), reasons
+
+
+def clean(obj: dict | None) -> dict:
+    """An object without server bookkeeping, for diffs and results."""
+    if obj is None:
+        return {}
+    result = copy.deepcopy(obj)
+    metadata = result.get("metadata") or {}
+    for key in _VOLATILE_METADATA:
+        metadata.pop(key, None)
+    result.pop("status", None)
+    return result
+
+
+def merged(live: dict, desired: dict) -> dict:
+    """Roughly what live becomes once desired is applied (for diffs): desired laid over live,
+    minus the fields this collection applied before and no longer sets."""
+    result = _overlay(live, desired)
+    for path in stale_fields(live, desired):
+        keys = path.lstrip(".").split(".")
+        node = result
+        for key in keys[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and "[" not in keys[-1]:
+            node.pop(keys[-1], None)
+    return result
+
+
+def _overlay(live: dict, desired: dict) -> dict:
+    result = copy.deepcopy(live)
+    for key, value in desired.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = _overlay(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+class ForeignObjects(Exception):
+    """Objects exist that this collection did not create; nothing was written."""
+
+    def __init__(self, names: list[str]):
+        self.names = names
+        super().__init__(
+            f"these objects exist and were not created by gpudirect.rdma (no label "
+            f"{MANAGED_BY_LABEL}={MANAGED_BY}): {', '.join(names)}. Nothing was changed. "
+            "Set gpudirect_rdma_take_over=true to let the collection replace their content."
+        )
+
+
+_DONE = {"create": "created", "update": "updated", "unchanged": "unchanged"}
+
+
+def key_of(obj: dict) -> tuple:
+    metadata = obj.get("metadata") or {}
+    return obj.get("apiVersion"), obj.get("kind"), metadata.get("namespace"), metadata.get("name")
+
+
+class Applier:
+    """Applies lists of objects through a Cluster; collects results and diffs."""
+
+    def __init__(self, cluster, check_mode: bool, take_over: bool = False):
+        self.cluster = cluster
+        self.check_mode = check_mode
+        self.take_over = take_over
+        self.results: list[dict] = []
+        self.diffs: list[dict] = []
+
+    @property
+    def changed(self) -> bool:
+        return any(r["action"] != "unchanged" for r in self.results)
+
+    def count(self, action: str) -> int:
+        return sum(1 for r in self.results if r["action"] == action)
+
+    def apply(self, objects: list[dict]) -> list[dict]:
+        """Apply objects in order; every object is checked before the first write. Returns
+        the live objects after the apply (None for what check mode would create)."""
+        plans, foreign = [], []
+        for obj in objects:
+            try:
+                live = self.cluster.get(
+                    obj["apiVersion"],
+                    obj["kind"],
+                    obj["metadata"]["name"],
+                    obj["metadata"].get("namespace"),
+                )
+            except NotServed as error:
+                if not self.check_mode:
+                    raise
+                plans.append((obj, None, "create", [str(error)]))
+                continue
+            if (
+                live is not None
+                and not owned_by_collection(live)
+                and obj["kind"] not in ADOPTED_KINDS
+            ):
+                foreign.append(identity(obj))
+            action, reasons = decide(obj, live)
+            plans.append((obj, live, action, reasons))
+        if foreign and not self.take_over:
+            raise ForeignObjects(foreign)
+
+        applied = []
+        for obj, live, action, reasons in plans:
+            if action != "unchanged":
+                self.diffs.append(
+                    {
+                        "before_header": identity(obj),
+                        "after_header": identity(obj),
+                        "before": clean(live),
+                        "after": clean(merged(live or {}, obj)),
+                    }
+                )
+                if not self.check_mode:
+                    resource = self.cluster.resource(obj["apiVersion"], obj["kind"])
+                    live = self.cluster.dynamic.server_side_apply(
+                        resource,
+                        body=obj,
+                        namespace=obj["metadata"].get("namespace"),
+                        field_manager=FIELD_MANAGER,
+                        force_conflicts=True,
+                    ).to_dict()
+            self.results.append(
+                {"object": identity(obj), "action": _DONE[action], "reasons": reasons}
+            )
+            applied.append(live)
+        return applied
+
+    def prune(
+        self, keep: list[dict], kinds: list[dict], label_selector: str, timeout: float
+    ) -> None:
+        """Delete the collection's objects of kinds matching label_selector that keep lacks,
+        and wait until they are gone."""
+        wanted = {key_of(obj) for obj in keep}
+        selector = ",".join(s for s in (f"{MANAGED_BY_LABEL}={MANAGED_BY}", label_selector) if s)
+        doomed = []
+        for kind in kinds:
+            try:
+                items = self.cluster.list(kind["apiVersion"], kind["kind"], label_selector=selector)
+            except NotServed:
+                continue  # a kind that is not served has no objects to prune
+            for item in items:
+                item = {**item, "apiVersion": kind["apiVersion"], "kind": kind["kind"]}
+                if key_of(item) not in wanted:
+                    doomed.append(item)
+        for item in doomed:
+            self.results.append(
+                {
+                    "object": identity(item),
+                    "action": "deleted",
+                    "reasons": ["no longer part of the plan"],
+                }
+            )
+            self.diffs.append(
+                {
+                    "before_header": identity(item),
+                    "after_header": "(deleted)",
+                    "before": clean(item),
+                    "after": {},
+                }
+            )
+            if not self.check_mode:
+                self.cluster.resource(item["apiVersion"], item["kind"]).delete(
+                    name=item["metadata"]["name"], namespace=item["metadata"].get("namespace")
+                )
+        if self.check_mode or not doomed:
+            return
+        deadline = time.monotonic() + timeout
+        remaining = doomed
+        while True:
+            remaining = [
+                i
+                for i in remaining
+                if self.cluster.get(
+                    i["apiVersion"],
+                    i["kind"],
+                    i["metadata"]["name"],
+                    i["metadata"].get("namespace"),
+                )
+            ]
+            if not remaining or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
+        if remaining:
+            raise TimeoutError(
+                f"pruned objects still exist after {timeout:.0f}s (finalizers?): "
+                + ", ".join(identity(i) for i in remaining)
+            )

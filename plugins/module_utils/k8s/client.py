@@ -1,0 +1,87 @@
+"""The API connection of the collection's modules, with kubernetes.core's options and
+K8S_AUTH_* environment variables, and resource lookup that says clearly when a kind is not
+served (its operator is not installed yet)."""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+
+try:
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    HAS_KUBERNETES = True
+    IMPORT_ERROR = None
+except ImportError as error:  # pragma: no cover - reported by the module
+    HAS_KUBERNETES = False
+    IMPORT_ERROR = error
+    ResourceNotFoundError = Exception
+
+FIELD_MANAGER = "gpudirect.rdma"
+
+
+def argument_spec(**extra) -> dict:
+    """kubernetes.core's connection options plus the module's own."""
+    spec = copy.deepcopy(AUTH_ARG_SPEC)
+    spec.update(extra)
+    return spec
+
+
+class NotServed(Exception):
+    """The API server serves no such apiVersion/kind."""
+
+    def __init__(self, api_version: str, kind: str):
+        self.api_version = api_version
+        self.kind = kind
+        super().__init__(
+            f"the API server does not serve {kind} ({api_version}); its CRD comes with the "
+            "operator that owns it: is that operator installed and its CSV Succeeded?"
+        )
+
+
+class Cluster:
+    """A thin handle over the dynamic client."""
+
+    def __init__(self, module):
+        if not HAS_KUBERNETES:
+            module.fail_json(msg=f"the kubernetes Python package is required: {IMPORT_ERROR}")
+        auth = {name: module.params.get(name) for name in AUTH_ARG_SPEC}
+        self.dynamic = get_api_client(**auth).client
+        self._resources: dict = {}
+
+    def resource(self, api_version: str, kind: str):
+        key = (api_version, kind)
+        if key not in self._resources:
+            try:
+                self._resources[key] = self.dynamic.resources.get(
+                    api_version=api_version, kind=kind
+                )
+            except ResourceNotFoundError:
+                raise NotServed(api_version, kind) from None
+        return self._resources[key]
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None):
+        """The object as a dict, or None when it does not exist."""
+        from kubernetes.dynamic.exceptions import NotFoundError
+
+        resource = self.resource(api_version, kind)
+        try:
+            found = resource.get(name=name, namespace=namespace if resource.namespaced else None)
+        except NotFoundError:
+            return None
+        return found.to_dict()
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> list[dict]:
+        resource = self.resource(api_version, kind)
+        found = resource.get(
+            namespace=namespace if resource.namespaced else None, label_selector=label_selector
+        )
+        return found.to_dict().get("items") or []

@@ -1,0 +1,190 @@
+"""Gates: wait until objects reach a state, following their status as it changes.
+
+A gate names objects (one by name, or all matching a label selector), a field path and the value
+it must reach. Waiting polls every gate about once a second until all are met, one fails for
+good (a value listed in fail_on), or the timeout passes; the message then says which gate, what
+it saw last and where to look.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+
+_QUANTITY = re.compile(r"^([0-9]+)([kKMGTPE]i?)?$")
+_UNITS = {
+    "k": 10**3,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+MISSING = object()
+
+
+def quantity(value) -> int | None:
+    """A Kubernetes quantity as an integer (whole numbers and binary/decimal suffixes)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    match = _QUANTITY.match(str(value))
+    if not match:
+        return None
+    return int(match.group(1)) * _UNITS.get(match.group(2) or "", 1)
+
+
+def lookup(obj, path: list[str]):
+    for key in path:
+        if isinstance(obj, dict) and key in obj:
+            obj = obj[key]
+        else:
+            return MISSING
+    return obj
+
+
+def show(value) -> str:
+    return "missing" if value is MISSING else repr(value)
+
+
+@dataclass
+class Gate:
+    name: str
+    api_version: str
+    kind: str
+    path: list[str]
+    equals: object = None
+    one_of: list = field(default_factory=list)
+    at_least: int | None = None
+    fail_on: list = field(default_factory=list)
+    object_name: str | None = None
+    namespace: str | None = None
+    label_selector: str | None = None
+    min_count: int = 1
+    hint: str = ""
+
+    @property
+    def expectation(self) -> str:
+        if self.at_least is not None:
+            return f"at least {self.at_least}"
+        if self.one_of:
+            return "one of " + ", ".join(map(repr, self.one_of))
+        return repr(self.equals)
+
+    def satisfied_by(self, value) -> bool:
+        if value is MISSING:
+            return False
+        if self.at_least is not None:
+            number = quantity(value)
+            return number is not None and number >= self.at_least
+        if self.one_of:
+            return value in self.one_of
+        return value == self.equals
+
+    @property
+    def subject(self) -> str:
+        if self.object_name:
+            where = f"{self.namespace}/" if self.namespace else ""
+            return f"{self.kind} {where}{self.object_name}"
+        selector = f" matching {self.label_selector}" if self.label_selector else ""
+        return f"every {self.kind}{selector}"
+
+
+@dataclass
+class Observation:
+    met: bool
+    failed: bool
+    seen: str
+
+
+def observe(cluster, gate: Gate) -> Observation:
+    """Read the gate's objects once and say whether it is met, failed for good, or waiting."""
+    path = ".".join(gate.path)
+    try:
+        if gate.object_name:
+            found = cluster.get(gate.api_version, gate.kind, gate.object_name, gate.namespace)
+            objects = [found] if found is not None else []
+            if not objects:
+                return Observation(False, False, f"{gate.subject} does not exist")
+        else:
+            objects = cluster.list(gate.api_version, gate.kind, gate.namespace, gate.label_selector)
+    except NotServed as error:
+        return Observation(False, False, str(error))
+    if len(objects) < gate.min_count:
+        return Observation(
+            False, False, f"{len(objects)} {gate.kind} object(s) match, {gate.min_count} needed"
+        )
+    waiting = []
+    for obj in objects:
+        value = lookup(obj, gate.path)
+        name = obj["metadata"]["name"]
+        if value is not MISSING and value in gate.fail_on:
+            return Observation(False, True, f"{gate.kind} {name} {path} is {show(value)}")
+        if not gate.satisfied_by(value):
+            waiting.append(f"{gate.kind} {name} {path} is {show(value)}")
+    if waiting:
+        more = f" (and {len(waiting) - 3} more)" if len(waiting) > 3 else ""
+        return Observation(False, False, "; ".join(waiting[:3]) + more)
+    return Observation(True, False, f"{len(objects)} {gate.kind} object(s) ready")
+
+
+class GateTimeout(Exception):
+    pass
+
+
+class GateFailed(Exception):
+    pass
+
+
+def message(gate: Gate, observation: Observation, waited: float, outcome: str) -> str:
+    text = (
+        f"gate '{gate.name}' {outcome} after {waited:.0f}s: expected {gate.subject} "
+        f"{'.'.join(gate.path)} to be {gate.expectation}; last seen: {observation.seen}."
+    )
+    if gate.hint:
+        text += f" Look at: {gate.hint}"
+    return text
+
+
+def wait_for(
+    cluster,
+    gates: list[Gate],
+    timeout: float,
+    interval: float = 1.0,
+    clock=time.monotonic,
+    sleep=time.sleep,
+) -> dict[str, float]:
+    """Wait until every gate is met; return the seconds each took. Raises GateFailed when a
+    gate reaches a fail_on value, GateTimeout (naming the first unmet gate) on timeout."""
+    began = clock()
+    pending = list(gates)
+    took: dict[str, float] = {}
+    observations: dict[str, Observation] = {}
+    while True:
+        for gate in list(pending):
+            observation = observe(cluster, gate)
+            observations[gate.name] = observation
+            if observation.failed:
+                raise GateFailed(message(gate, observation, clock() - began, "failed"))
+            if observation.met:
+                took[gate.name] = round(clock() - began, 1)
+                pending.remove(gate)
+        if not pending:
+            return took
+        if clock() - began >= timeout:
+            gate = pending[0]
+            raise GateTimeout(
+                message(gate, observations[gate.name], clock() - began, "not reached")
+            )
+        sleep(interval)

@@ -1,0 +1,202 @@
+#!/usr/bin/python
+"""gpudirect.rdma.wait: wait on gates, following status as it changes."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: wait
+author: gpudirect.rdma maintainers
+version_added: 0.1.0
+short_description: Wait until objects reach a state (CSV Succeeded, policy ready, node resources)
+description:
+  - Polls every gate of O(gates) about once a second (O(interval)) until all are met, so the play
+    moves on within a second of the last status change, whatever the timeout.
+  - Fails at once when a watched field reaches a value in C(fail_on) (a CSV in phase C(Failed)),
+    and after O(timeout) seconds otherwise; the message names the gate, what was expected, the
+    last state seen and where to look.
+  - In check mode nothing was applied, so nothing is awaited; the module returns unchanged.
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+attributes:
+  check_mode:
+    support: full
+    description: Waits for nothing.
+  diff_mode:
+    support: none
+    description: Reads only.
+options:
+  gates:
+    description: What to wait for; all of them, together.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      gate:
+        description: Name of the gate, used in messages (e.g. C(NicClusterPolicy ready)).
+        type: str
+        required: true
+      api_version:
+        description: apiVersion of the objects.
+        type: str
+        required: true
+      kind:
+        description: Kind of the objects.
+        type: str
+        required: true
+      name:
+        description: One object by name. Omit to wait on every object matching O(gates[].label_selector).
+        type: str
+      namespace:
+        description: Namespace of the objects.
+        type: str
+      label_selector:
+        description: Objects to wait on when no name is given; each of them must reach the state.
+        type: str
+      min_count:
+        description: At least this many objects must match (e.g. the number of GPU nodes).
+        type: int
+        default: 1
+      path:
+        description: Field to read, as a list of keys (C([status, allocatable, rdma/rdma_shared_device_eth])) or a dotted string (C(status.state)).
+        type: raw
+        required: true
+      equals:
+        description: Value the field must have.
+        type: raw
+      one_of:
+        description: Values the field may have.
+        type: list
+        elements: raw
+      at_least:
+        description: Smallest number (or Kubernetes quantity) the field must reach.
+        type: int
+      fail_on:
+        description: Values that mean the gate failed for good.
+        type: list
+        elements: raw
+        default: []
+      hint:
+        description: Where to look when the gate is not reached, appended to the message.
+        type: str
+        default: ""
+  timeout:
+    description: Seconds to wait for all gates.
+    type: int
+    default: 600
+  interval:
+    description: Seconds between two reads.
+    type: float
+    default: 1.0
+"""
+
+EXAMPLES = r"""
+- name: Wait for the Network Operator's driver
+  gpudirect.rdma.wait:
+    timeout: 1800
+    gates:
+      - gate: NicClusterPolicy ready
+        api_version: mellanox.com/v1alpha1
+        kind: NicClusterPolicy
+        name: nic-cluster-policy
+        path: status.state
+        equals: ready
+        hint: oc -n nvidia-network-operator get pods
+
+- name: Wait until every GPU node advertises the shared RDMA device
+  gpudirect.rdma.wait:
+    gates:
+      - gate: nodes advertise rdma/rdma_shared_device_eth
+        api_version: v1
+        kind: Node
+        label_selector: feature.node.kubernetes.io/pci-15b3.present=true
+        path: [status, allocatable, rdma/rdma_shared_device_eth]
+        at_least: 1
+"""
+
+RETURN = r"""
+seconds:
+  description: Seconds each gate took to be met, by gate name.
+  returned: always
+  type: dict
+  sample: {"NicClusterPolicy ready": 12.0}
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
+    Cluster,
+    argument_spec,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (  # noqa: E402
+    Gate,
+    GateFailed,
+    GateTimeout,
+    wait_for,
+)
+
+GATE_SPEC = {
+    "gate": {"type": "str", "required": True},
+    "api_version": {"type": "str", "required": True},
+    "kind": {"type": "str", "required": True},
+    "name": {"type": "str"},
+    "namespace": {"type": "str"},
+    "label_selector": {"type": "str"},
+    "min_count": {"type": "int", "default": 1},
+    "path": {"type": "raw", "required": True},
+    "equals": {"type": "raw"},
+    "one_of": {"type": "list", "elements": "raw"},
+    "at_least": {"type": "int"},
+    "fail_on": {"type": "list", "elements": "raw", "default": []},
+    "hint": {"type": "str", "default": ""},
+}
+
+
+def to_gate(spec: dict) -> Gate:
+    path = spec["path"]
+    if isinstance(path, str):
+        path = path.split(".")
+    return Gate(
+        name=spec["gate"],
+        api_version=spec["api_version"],
+        kind=spec["kind"],
+        path=[str(p) for p in path],
+        equals=spec.get("equals"),
+        one_of=spec.get("one_of") or [],
+        at_least=spec.get("at_least"),
+        fail_on=spec.get("fail_on") or [],
+        object_name=spec.get("name"),
+        namespace=spec.get("namespace"),
+        label_selector=spec.get("label_selector"),
+        min_count=spec["min_count"],
+        hint=spec.get("hint") or "",
+    )
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(
+            gates={"type": "list", "elements": "dict", "required": True, "options": GATE_SPEC},
+            timeout={"type": "int", "default": 600},
+            interval={"type": "float", "default": 1.0},
+        ),
+        supports_check_mode=True,
+    )
+    gates = [to_gate(spec) for spec in module.params["gates"]]
+    for gate in gates:
+        if gate.equals is None and not gate.one_of and gate.at_least is None:
+            module.fail_json(msg=f"gates: gate '{gate.name}' needs equals, one_of or at_least")
+    if module.check_mode:
+        module.exit_json(
+            changed=False, seconds={}, msg="check mode: nothing was applied, nothing to wait for"
+        )
+    try:
+        seconds = wait_for(
+            Cluster(module), gates, module.params["timeout"], module.params["interval"]
+        )
+    except (GateTimeout, GateFailed) as error:
+        module.fail_json(msg=str(error))
+    module.exit_json(changed=False, seconds=seconds)
+
+
+if __name__ == "__main__":
+    main()
