@@ -46,7 +46,7 @@ def contains(live, desired) -> bool:
         return (
             isinstance(live, list)
             and len(live) == len(desired)
-            and all(contains(a, b) for a, b in zip(live, desired))
+            and all(contains(a, b) for a, b in zip(live, desired))  # noqa: B905 - lengths checked; strict= needs 3.10
         )
     return live == desired
 
@@ -78,9 +78,8 @@ def _stale(owned: dict, desired, path: str) -> list[str]:
                 found.append(f"{path}[{rest}]")
             elif below:
                 found.extend(_stale(below, match, f"{path}[{rest}]"))
-        elif kind == "v":
-            if not isinstance(desired, list) or json.loads(rest) not in desired:
-                found.append(f"{path}[{rest}]")
+        elif kind == "v" and (not isinstance(desired, list) or json.loads(rest) not in desired):
+            found.append(f"{path}[{rest}]")
     return found
 
 
