@@ -396,3 +396,33 @@ def load_crds(kubeconfig: Path, files: list[Path], deadline: float) -> None:
             time.sleep(0.2)
     if pending:
         raise ControlPlaneError(f"CRDs not Established in time: {sorted(pending)}")
+    _wait_for_watch_caches(kubeconfig, api, deadline)
+
+
+def _wait_for_watch_caches(kubeconfig: Path, api, deadline: float) -> None:
+    """List every custom resource once. Until a new CRD's watch cache is initialised the server
+    answers lists with 429 "storage is (re)initializing" (the client then sleeps a second per
+    request); a control plane that does that is not ready for tests yet."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client(kubeconfig))
+    kinds = []
+    for crd in api.list_custom_resource_definition().items:
+        version = next(v.name for v in crd.spec.versions if v.storage)
+        kinds.append((crd.spec.group, version, crd.spec.names.plural))
+
+    def list_once(kind):
+        while time.monotonic() < deadline:
+            try:
+                custom.list_cluster_custom_object(*kind, limit=1)
+                return
+            except client.rest.ApiException as error:
+                if error.status != 429:
+                    raise
+                time.sleep(0.1)
+        raise ControlPlaneError(f"{kind} still not listable (429) when the deadline passed")
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(list_once, kinds))

@@ -34,6 +34,12 @@ DEFAULT_KNOBS: dict = {
         # Packages whose ClusterServiceVersion ends in phase Failed.
         "failing_packages": [],
     },
+    # NicClusterPolicy status.state stays notReady.
+    "network_operator": {"never_ready": False},
+    # ClusterPolicy status.state stays notReady.
+    "gpu_operator": {"never_ready": False},
+    # SriovNetworkNodeStates with a policy report syncStatus Failed.
+    "sriov": {"failing": False},
 }
 
 

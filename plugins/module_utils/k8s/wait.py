@@ -46,8 +46,16 @@ def quantity(value) -> int | None:
 
 
 def lookup(obj, path: list[str]):
+    """The value at path; a step `field=value` on a list picks the first item whose field has
+    that value (e.g. [status, conditions, type=Updated, status])."""
     for key in path:
-        if isinstance(obj, dict) and key in obj:
+        if isinstance(obj, list) and "=" in key:
+            field_name, _, wanted = key.partition("=")
+            obj = next((item for item in obj if isinstance(item, dict)
+                        and str(item.get(field_name)) == wanted), MISSING)
+            if obj is MISSING:
+                return MISSING
+        elif isinstance(obj, dict) and key in obj:
             obj = obj[key]
         else:
             return MISSING

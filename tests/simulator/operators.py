@@ -1,0 +1,400 @@
+"""The operators and node agents a bare API server lacks, played as far as the gates need.
+
+- NFD: with a NodeFeatureDiscovery instance, nodes that pretend to have NVIDIA GPUs and NICs
+  (their hardware annotation) get NFD's labels.
+- SR-IOV Network Operator: with the `default` SriovOperatorConfig, one SriovNetworkNodeState per
+  node with NVIDIA NICs; SriovNetworkNodePolicies are applied to the matching PFs (syncStatus
+  InProgress, then Succeeded, or Failed by knob); SriovNetwork/SriovIBNetwork render a
+  NetworkAttachmentDefinition.
+- NVIDIA Network Operator: NicClusterPolicy status.state notReady, then ready (or never, by
+  knob), again after every spec change; Macvlan/IPoIB/HostDevice networks render a NAD.
+- GPU Operator: ClusterPolicy status.state notReady, then ready (or never, by knob).
+- Machine Config Operator: `master` and `worker` pools; a change of the role's MachineConfigs
+  renders a new configuration, the pool is Updating, then Updated.
+- kubelet: every fake node's allocatable is recomputed from the above: nvidia.com/gpu once the
+  ClusterPolicy is ready, rdma/<name> for the shared device plugin, nvidia.com/<name> for host
+  device, openshift.io/<name> for synced SR-IOV policies.
+The simulator writes statuses and the objects these components create; it never changes an
+object the collection created.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from kubernetes.client.rest import ApiException
+
+from tests.simulator.core import DelayGate, World, now
+from tests.simulator.nodes import HARDWARE_ANNOTATION, NFD_GPU_NIC_LABELS, node_status
+
+SOURCE_ANNOTATION = "simulator.gpudirect.rdma/source"
+SRIOV_NAMESPACE_DEFAULT = "openshift-sriov-network-operator"
+
+
+def _hardware(node: dict) -> dict | None:
+    raw = ((node.get("metadata") or {}).get("annotations") or {}).get(HARDWARE_ANNOTATION)
+    return json.loads(raw) if raw else None
+
+
+def _nodes(world: World) -> list[dict]:
+    items = world.api_client.sanitize_for_serialization(world.core.list_node())["items"]
+    return [n for n in items if _hardware(n) is not None]
+
+
+def _set_status(world: World, group: str, version: str, plural: str, obj: dict,
+                status: dict) -> None:
+    if obj.get("status") == status:
+        return
+    obj = {**obj, "status": status}
+    namespace = obj["metadata"].get("namespace")
+    name = obj["metadata"]["name"]
+    if namespace:
+        world.custom.replace_namespaced_custom_object_status(group, version, namespace, plural,
+                                                             name, obj)
+    else:
+        world.custom.replace_cluster_custom_object_status(group, version, plural, name, obj)
+
+
+def _list(world: World, group: str, version: str, plural: str) -> list[dict]:
+    try:
+        return world.custom.list_cluster_custom_object(group, version, plural)["items"]
+    except ApiException as error:
+        if error.status == 404:
+            return []
+        raise
+
+
+class Nfd:
+    name = "nfd"
+
+    def reconcile(self, world: World) -> None:
+        instances = _list(world, "nfd.openshift.io", "v1", "nodefeaturediscoveries")
+        if not instances:
+            return
+        for node in _nodes(world):
+            labels = node["metadata"].get("labels") or {}
+            missing = {k: v for k, v in NFD_GPU_NIC_LABELS.items() if labels.get(k) != v}
+            if missing:
+                world.core.patch_node(node["metadata"]["name"], {"metadata": {"labels": missing}})
+        for instance in instances:
+            _set_status(world, "nfd.openshift.io", "v1", "nodefeaturediscoveries", instance, {
+                "conditions": [{"type": "Available", "status": "True", "reason": "Simulated",
+                                "message": "nfd-worker labelled the nodes",
+                                "lastTransitionTime": instance["metadata"]["creationTimestamp"]}],
+            })
+
+
+class _ReadyAfterDelay:
+    """status.state notReady after each spec change, ready once the delay has passed."""
+
+    group = version = plural = knob = ""
+
+    def __init__(self, gate: DelayGate):
+        self.gate = gate
+
+    def reconcile(self, world: World) -> None:
+        never = world.knobs.get(self.knob, {}).get("never_ready", False)
+        for obj in _list(world, self.group, self.version, self.plural):
+            step = f"ready-{obj['metadata'].get('generation')}"
+            ready = not never and self.gate.due(obj["metadata"]["uid"], step,
+                                                world.knobs["delay_seconds"])
+            _set_status(world, self.group, self.version, self.plural, obj,
+                        self.status(obj, "ready" if ready else "notReady"))
+
+    def status(self, obj: dict, state: str) -> dict:
+        return {"state": state}
+
+
+class NetworkOperator(_ReadyAfterDelay):
+    name = "network-operator"
+    group, version, plural, knob = "mellanox.com", "v1alpha1", "nicclusterpolicies", "network_operator"
+
+    def status(self, obj: dict, state: str) -> dict:
+        components = [k for k in ("ofedDriver", "rdmaSharedDevicePlugin", "sriovDevicePlugin",
+                                  "secondaryNetwork", "nvIpam") if k in (obj.get("spec") or {})]
+        applied = [{"name": f"state-{c}", "state": state} for c in components]
+        return {"state": state, "appliedStates": applied}
+
+
+class GpuOperator(_ReadyAfterDelay):
+    name = "gpu-operator"
+    group, version, plural, knob = "nvidia.com", "v1", "clusterpolicies", "gpu_operator"
+
+    def status(self, obj: dict, state: str) -> dict:
+        return {"state": state, "namespace": "nvidia-gpu-operator"}
+
+
+class Networks:
+    """Network objects of both operators render a NetworkAttachmentDefinition; it goes when
+    they go. Network Operator networks also report status.state ready."""
+
+    name = "networks"
+    KINDS = (
+        ("mellanox.com", "v1alpha1", "macvlannetworks", "MacvlanNetwork"),
+        ("mellanox.com", "v1alpha1", "ipoibnetworks", "IPoIBNetwork"),
+        ("mellanox.com", "v1alpha1", "hostdevicenetworks", "HostDeviceNetwork"),
+        ("sriovnetwork.openshift.io", "v1", "sriovnetworks", "SriovNetwork"),
+        ("sriovnetwork.openshift.io", "v1", "sriovibnetworks", "SriovIBNetwork"),
+    )
+
+    def reconcile(self, world: World) -> None:
+        wanted = {}
+        for group, version, plural, kind in self.KINDS:
+            for network in _list(world, group, version, plural):
+                spec = network.get("spec") or {}
+                namespace = spec.get("networkNamespace") or network["metadata"].get("namespace") or "default"
+                source = f"{kind}/{network['metadata'].get('namespace', '')}/{network['metadata']['name']}"
+                wanted[(namespace, network["metadata"]["name"])] = (source, kind, spec)
+                if group == "mellanox.com":
+                    _set_status(world, group, version, plural, network, {"state": "ready"})
+        existing = world.custom.list_cluster_custom_object(
+            "k8s.cni.cncf.io", "v1", "network-attachment-definitions")["items"]
+        rendered = {(n["metadata"]["namespace"], n["metadata"]["name"]): n for n in existing
+                    if SOURCE_ANNOTATION in (n["metadata"].get("annotations") or {})}
+        for (namespace, name), (source, kind, spec) in wanted.items():
+            if (namespace, name) in rendered:
+                continue
+            resource = spec.get("resourceName")
+            prefix = "openshift.io" if kind.startswith("Sriov") else "nvidia.com"
+            annotations = {SOURCE_ANNOTATION: source}
+            if resource:
+                annotations["k8s.v1.cni.cncf.io/resourceName"] = f"{prefix}/{resource}"
+            config = {"cniVersion": "0.3.1", "name": name, "type": kind.lower(),
+                      "ipam": json.loads(spec.get("ipam") or "{}")}
+            try:
+                world.custom.create_namespaced_custom_object(
+                    "k8s.cni.cncf.io", "v1", namespace, "network-attachment-definitions",
+                    {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+                     "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+                     "spec": {"config": json.dumps(config)}})
+            except ApiException as error:
+                if error.status not in (404, 409):  # namespace not there yet, or raced
+                    raise
+        for (namespace, name) in set(rendered) - set(wanted):
+            world.custom.delete_namespaced_custom_object(
+                "k8s.cni.cncf.io", "v1", namespace, "network-attachment-definitions", name)
+
+
+def _selector_matches(selector: dict, labels: dict) -> bool:
+    return all(labels.get(k) == v for k, v in (selector or {}).items())
+
+
+def _pf_name(entry: str) -> str:
+    return entry.split("#", 1)[0]
+
+
+class SriovOperator:
+    name = "sriov-network-operator"
+
+    def __init__(self, gate: DelayGate):
+        self.gate = gate
+
+    def reconcile(self, world: World) -> None:
+        configs = [c for c in _list(world, "sriovnetwork.openshift.io", "v1", "sriovoperatorconfigs")
+                   if c["metadata"]["name"] == "default"]
+        if not configs:
+            return
+        namespace = configs[0]["metadata"]["namespace"]
+        policies = [p for p in _list(world, "sriovnetwork.openshift.io", "v1",
+                                     "sriovnetworknodepolicies")
+                    if p["metadata"]["namespace"] == namespace]
+        failing = world.knobs.get("sriov", {}).get("failing", False)
+        for node in _nodes(world):
+            name = node["metadata"]["name"]
+            hardware = _hardware(node)
+            labels = node["metadata"].get("labels") or {}
+            matching = [p for p in policies if _selector_matches(p["spec"].get("nodeSelector"), labels)]
+            interfaces = []
+            for nic in hardware["nics"]:
+                policy = next((p for p in matching if nic["name"] in
+                               [_pf_name(n) for n in p["spec"].get("nicSelector", {}).get("pfNames", [])]),
+                              None)
+                interfaces.append({
+                    "name": nic["name"], "vendor": "15b3", "deviceID": "101d",
+                    "linkType": "IB" if nic["linkType"] == "ib" else "ETH",
+                    "mac": nic["mac"], "totalvfs": 16 if nic["linkType"] == "ib" else 127,
+                    "numVfs": policy["spec"]["numVfs"] if policy else 0,
+                    "pciAddress": f"0000:{len(interfaces) + 0x17:02x}:00.0",
+                })
+            digest = hashlib.sha256(json.dumps(
+                [(p["metadata"]["name"], p["metadata"].get("generation")) for p in matching],
+                sort_keys=True).encode()).hexdigest()[:12]
+            state = self._state(world, namespace, name)
+            if state is None:
+                continue
+            if failing and matching:
+                sync, error = "Failed", "simulated: failed to configure VFs"
+            elif self.gate.due(f"{name}-{digest}", "sync", world.knobs["delay_seconds"]):
+                sync, error = "Succeeded", ""
+            else:
+                sync, error = "InProgress", ""
+            status = {"interfaces": interfaces, "syncStatus": sync}
+            if error:
+                status["lastSyncError"] = error
+            _set_status(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodestates",
+                        state, status)
+
+    def _state(self, world: World, namespace: str, node: str) -> dict | None:
+        """The node's SriovNetworkNodeState, created (as the operator does) when missing."""
+        try:
+            return world.custom.get_namespaced_custom_object(
+                "sriovnetwork.openshift.io", "v1", namespace, "sriovnetworknodestates", node)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+        try:
+            return world.custom.create_namespaced_custom_object(
+                "sriovnetwork.openshift.io", "v1", namespace, "sriovnetworknodestates",
+                {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodeState",
+                 "metadata": {"name": node, "namespace": namespace}, "spec": {}})
+        except ApiException as error:
+            if error.status == 404:  # the namespace is gone
+                return None
+            raise
+
+
+class MachineConfigOperator:
+    name = "machine-config-operator"
+    ROLES = ("master", "worker")
+
+    def __init__(self, gate: DelayGate):
+        self.gate = gate
+        self._ensured = False
+
+    def _ensure_pools(self, world: World) -> None:
+        for role in self.ROLES:
+            try:
+                world.custom.create_cluster_custom_object(
+                    "machineconfiguration.openshift.io", "v1", "machineconfigpools",
+                    {"apiVersion": "machineconfiguration.openshift.io/v1",
+                     "kind": "MachineConfigPool", "metadata": {"name": role},
+                     "spec": {
+                         "machineConfigSelector": {"matchLabels": {
+                             "machineconfiguration.openshift.io/role": role}},
+                         "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{role}": ""}},
+                     }})
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+        self._ensured = True
+
+    def reconcile(self, world: World) -> None:
+        if not self._ensured:
+            self._ensure_pools(world)
+        configs = _list(world, "machineconfiguration.openshift.io", "v1", "machineconfigs")
+        nodes = _nodes(world)
+        for pool in _list(world, "machineconfiguration.openshift.io", "v1", "machineconfigpools"):
+            role = pool["metadata"]["name"]
+            mine = sorted((c["metadata"]["name"], c["metadata"].get("generation", 1)) for c in configs
+                          if (c["metadata"].get("labels") or {}).get(
+                              "machineconfiguration.openshift.io/role") == role)
+            rendered = "rendered-{}-{}".format(role, hashlib.sha256(
+                json.dumps(mine).encode()).hexdigest()[:12])
+            count = sum(1 for n in nodes if f"node-role.kubernetes.io/{role}" in
+                        (n["metadata"].get("labels") or {})) if role == "worker" else 0
+            done = self.gate.due(rendered, "update", world.knobs["delay_seconds"])
+            previous = (pool.get("status") or {}).get("conditions") or []
+            stamp = next((c["lastTransitionTime"] for c in previous if c["type"] == "Updated"
+                          and c["status"] == ("True" if done else "False")), now())
+            _set_status(world, "machineconfiguration.openshift.io", "v1", "machineconfigpools", pool, {
+                "configuration": {"name": rendered, "source": [
+                    {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+                     "name": name} for name, _ in mine]},
+                "machineCount": count,
+                "readyMachineCount": count if done else 0,
+                "updatedMachineCount": count if done else 0,
+                "unavailableMachineCount": 0 if done else min(count, 1),
+                "degradedMachineCount": 0,
+                "observedGeneration": pool["metadata"].get("generation", 1),
+                "conditions": [
+                    {"type": "Updated", "status": "True" if done else "False",
+                     "lastTransitionTime": stamp, "reason": "", "message": ""},
+                    {"type": "Updating", "status": "False" if done else "True",
+                     "lastTransitionTime": stamp, "reason": "", "message": ""},
+                    {"type": "Degraded", "status": "False", "lastTransitionTime": stamp,
+                     "reason": "", "message": ""},
+                ],
+            })
+
+
+class Kubelet:
+    """Node allocatable from the devices the operators expose on each fake node."""
+
+    name = "kubelet"
+
+    def reconcile(self, world: World) -> None:
+        policies = _list(world, "mellanox.com", "v1alpha1", "nicclusterpolicies")
+        cluster_policies = _list(world, "nvidia.com", "v1", "clusterpolicies")
+        gpu_ready = any((p.get("status") or {}).get("state") == "ready" for p in cluster_policies)
+        ncp = next((p for p in policies if (p.get("status") or {}).get("state") == "ready"), None)
+        states = {s["metadata"]["name"]: s for s in
+                  _list(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodestates")}
+        sriov_policies = _list(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodepolicies")
+        for node in _nodes(world):
+            hardware = _hardware(node)
+            resources = dict(node_status()["allocatable"])
+            if gpu_ready:
+                resources["nvidia.com/gpu"] = str(hardware["gpus"])
+            if ncp is not None:
+                resources.update(self._network_operator(ncp["spec"], hardware))
+            state = states.get(node["metadata"]["name"])
+            if state and (state.get("status") or {}).get("syncStatus") == "Succeeded":
+                resources.update(self._sriov(state, sriov_policies))
+            current = (node.get("status") or {}).get("allocatable") or {}
+            if current != resources:
+                # A strategic merge keeps map keys left out: name the vanished ones as null.
+                patch = {**{k: None for k in current if k not in resources}, **resources}
+                world.core.patch_node_status(node["metadata"]["name"], {
+                    "status": {"allocatable": patch, "capacity": patch}})
+
+    @staticmethod
+    def _network_operator(spec: dict, hardware: dict) -> dict:
+        resources = {}
+        nic_names = {n["name"]: n for n in hardware["nics"]}
+        shared = spec.get("rdmaSharedDevicePlugin")
+        if shared:
+            for entry in json.loads(shared.get("config") or "{}").get("configList", []):
+                names = entry.get("selectors", {}).get("ifNames") or []
+                if any(n in nic_names for n in names):
+                    resources[f"rdma/{entry['resourceName']}"] = str(entry.get("rdmaHcaMax", 1))
+        host = spec.get("sriovDevicePlugin")
+        if host:
+            for entry in json.loads(host.get("config") or "{}").get("resourceList", []):
+                selectors = entry.get("selectors", {})
+                link_types = selectors.get("linkTypes")
+                pf_names = selectors.get("pfNames")
+                count = sum(
+                    1 for nic in hardware["nics"]
+                    if (not link_types or ("infiniband" if nic["linkType"] == "ib" else "ether") in link_types)
+                    and (not pf_names or nic["name"] in pf_names)
+                )
+                if count:
+                    prefix = entry.get("resourcePrefix", "nvidia.com")
+                    resources[f"{prefix}/{entry['resourceName']}"] = str(count)
+        return resources
+
+    @staticmethod
+    def _sriov(state: dict, policies: list[dict]) -> dict:
+        resources: dict[str, int] = {}
+        configured = {i["name"]: i for i in state["status"].get("interfaces", []) if i.get("numVfs")}
+        for policy in policies:
+            pfs = [_pf_name(n) for n in policy["spec"].get("nicSelector", {}).get("pfNames", [])]
+            vfs = sum(configured[pf]["numVfs"] for pf in pfs if pf in configured)
+            if vfs:
+                key = f"openshift.io/{policy['spec']['resourceName']}"
+                resources[key] = resources.get(key, 0) + vfs
+        return {k: str(v) for k, v in resources.items()}
+
+
+def controllers() -> list:
+    gate = DelayGate()
+    return [
+        Nfd(),
+        SriovOperator(gate),
+        NetworkOperator(gate),
+        GpuOperator(gate),
+        Networks(),
+        MachineConfigOperator(gate),
+        Kubelet(),
+    ]
