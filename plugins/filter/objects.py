@@ -25,6 +25,13 @@ options:
     type: str
     choices: [nfd, sriov-network-operator, network-operator, gpu-operator, machine-config,
               shared-device, host-device, sriov-legacy]
+  part:
+    description:
+      - C(olm) keeps the operators' Namespace, OperatorGroup and Subscription, C(operand) the
+        other objects (the operator's instance, networks, MachineConfigs), C(all) both.
+    type: str
+    choices: [all, olm, operand]
+    default: all
   csvs:
     description:
       - Installed ClusterServiceVersions by operator (C(nfd), C(gpu_operator)). Their
@@ -42,6 +49,10 @@ EXAMPLES = r"""
 - name: Every object, in apply order
   ansible.builtin.debug:
     msg: "{{ rdma.plan | gpudirect.rdma.objects | map(attribute='kind') }}"
+
+- name: The NVIDIA Network Operator's OLM objects (Namespace, OperatorGroup, Subscription)
+  ansible.builtin.set_fact:
+    network_operator_olm: "{{ rdma.plan | gpudirect.rdma.objects(component='network-operator', part='olm') }}"
 
 - name: The Network Operator's objects only
   ansible.builtin.set_fact:
@@ -65,14 +76,15 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import vali
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (  # noqa: E402
     build_objects,
     component_objects,
+    select_part,
 )
 
 
-def objects(plan, component=None, csvs=None):
+def objects(plan, component=None, csvs=None, part="all"):
     args = validate(
         DOCUMENTATION,
         "gpudirect.rdma.objects",
-        {"_input": plan, "component": component, "csvs": csvs or {}},
+        {"_input": plan, "component": component, "csvs": csvs or {}, "part": part},
     )
     if "rails" not in args["_input"] or "method" not in args["_input"]:
         raise AnsibleFilterError(
@@ -80,8 +92,10 @@ def objects(plan, component=None, csvs=None):
             f"(with method and rails); got a dict with keys {sorted(args['_input'])}"
         )
     if args["component"]:
-        return component_objects(args["_input"], args["component"], args["csvs"])
-    return build_objects(args["_input"], args["csvs"])
+        found = component_objects(args["_input"], args["component"], args["csvs"])
+    else:
+        found = build_objects(args["_input"], args["csvs"])
+    return select_part(found, args["part"])
 
 
 class FilterModule:

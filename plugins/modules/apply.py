@@ -85,6 +85,15 @@ results:
     object:
       description: Kind, namespace and name, e.g. C(NicClusterPolicy nic-cluster-policy).
       type: str
+    kind:
+      description: The object's kind.
+      type: str
+    name:
+      description: The object's name.
+      type: str
+    namespace:
+      description: The object's namespace (null for cluster-scoped objects).
+      type: str
     action:
       description: C(created), C(updated), C(unchanged) or C(deleted) (in check mode what would happen).
       type: str

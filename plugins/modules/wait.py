@@ -70,6 +70,14 @@ options:
       at_least:
         description: Smallest number (or Kubernetes quantity) the field must reach.
         type: int
+      includes:
+        description: Values the list at the field must hold (an object in the list counts by its C(name)).
+        type: list
+        elements: raw
+      excludes:
+        description: Values the list at the field must not hold (an object counts by its C(name)).
+        type: list
+        elements: raw
       fail_on:
         description: Values that mean the gate failed for good.
         type: list
@@ -146,6 +154,8 @@ GATE_SPEC = {
     "equals": {"type": "raw"},
     "one_of": {"type": "list", "elements": "raw"},
     "at_least": {"type": "int"},
+    "includes": {"type": "list", "elements": "raw"},
+    "excludes": {"type": "list", "elements": "raw"},
     "fail_on": {"type": "list", "elements": "raw", "default": []},
     "hint": {"type": "str", "default": ""},
 }
@@ -163,6 +173,8 @@ def to_gate(spec: dict) -> Gate:
         equals=spec.get("equals"),
         one_of=spec.get("one_of") or [],
         at_least=spec.get("at_least"),
+        includes=spec.get("includes") or [],
+        excludes=spec.get("excludes") or [],
         fail_on=spec.get("fail_on") or [],
         object_name=spec.get("name"),
         namespace=spec.get("namespace"),
@@ -183,8 +195,17 @@ def main():
     )
     gates = [to_gate(spec) for spec in module.params["gates"]]
     for gate in gates:
-        if gate.equals is None and not gate.one_of and gate.at_least is None:
-            module.fail_json(msg=f"gates: gate '{gate.name}' needs equals, one_of or at_least")
+        if (
+            gate.equals is None
+            and not gate.one_of
+            and gate.at_least is None
+            and not gate.includes
+            and not gate.excludes
+        ):
+            module.fail_json(
+                msg=f"gates: gate '{gate.name}' needs equals, one_of, at_least, "
+                "includes or excludes"
+            )
     if module.check_mode:
         module.exit_json(
             changed=False, seconds={}, msg="check mode: nothing was applied, nothing to wait for"

@@ -57,6 +57,12 @@ NETWORK_NAMES = {
     ("sriov_legacy", "infiniband"): "sriov-ib-network",
 }
 SHARED_DEVICE_RESOURCES = {"roce": "rdma_shared_device_eth", "infiniband": "rdma_shared_device_ib"}
+# The prefix under which each method's device plugin advertises its resource on nodes.
+NODE_RESOURCE_PREFIXES = {
+    "shared_device": "rdma/",
+    "host_device": "nvidia.com/",
+    "sriov_legacy": "openshift.io/",
+}
 
 OPERATOR_DEFAULTS = {
     "nfd": {
@@ -407,6 +413,7 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
                 "interface": interface,
                 "network_name": _dns_subdomain(f"{where}.network_name", network_name),
                 "resource_name": _resource_name(f"{where}.resource_name", resource_name),
+                "node_resource": NODE_RESOURCE_PREFIXES[method] + resource_name,
                 "ipam": ipam,
             }
         )

@@ -42,16 +42,18 @@ def _nodes(world: World) -> list[dict]:
     return [n for n in items if _hardware(n) is not None]
 
 
-def _set_status(world: World, group: str, version: str, plural: str, obj: dict,
-                status: dict) -> None:
+def _set_status(
+    world: World, group: str, version: str, plural: str, obj: dict, status: dict
+) -> None:
     if obj.get("status") == status:
         return
     obj = {**obj, "status": status}
     namespace = obj["metadata"].get("namespace")
     name = obj["metadata"]["name"]
     if namespace:
-        world.custom.replace_namespaced_custom_object_status(group, version, namespace, plural,
-                                                             name, obj)
+        world.custom.replace_namespaced_custom_object_status(
+            group, version, namespace, plural, name, obj
+        )
     else:
         world.custom.replace_cluster_custom_object_status(group, version, plural, name, obj)
 
@@ -78,11 +80,24 @@ class Nfd:
             if missing:
                 world.core.patch_node(node["metadata"]["name"], {"metadata": {"labels": missing}})
         for instance in instances:
-            _set_status(world, "nfd.openshift.io", "v1", "nodefeaturediscoveries", instance, {
-                "conditions": [{"type": "Available", "status": "True", "reason": "Simulated",
-                                "message": "nfd-worker labelled the nodes",
-                                "lastTransitionTime": instance["metadata"]["creationTimestamp"]}],
-            })
+            _set_status(
+                world,
+                "nfd.openshift.io",
+                "v1",
+                "nodefeaturediscoveries",
+                instance,
+                {
+                    "conditions": [
+                        {
+                            "type": "Available",
+                            "status": "True",
+                            "reason": "Simulated",
+                            "message": "nfd-worker labelled the nodes",
+                            "lastTransitionTime": instance["metadata"]["creationTimestamp"],
+                        }
+                    ],
+                },
+            )
 
 
 class _ReadyAfterDelay:
@@ -97,10 +112,17 @@ class _ReadyAfterDelay:
         never = world.knobs.get(self.knob, {}).get("never_ready", False)
         for obj in _list(world, self.group, self.version, self.plural):
             step = f"ready-{obj['metadata'].get('generation')}"
-            ready = not never and self.gate.due(obj["metadata"]["uid"], step,
-                                                world.knobs["delay_seconds"])
-            _set_status(world, self.group, self.version, self.plural, obj,
-                        self.status(obj, "ready" if ready else "notReady"))
+            ready = not never and self.gate.due(
+                obj["metadata"]["uid"], step, world.knobs["delay_seconds"]
+            )
+            _set_status(
+                world,
+                self.group,
+                self.version,
+                self.plural,
+                obj,
+                self.status(obj, "ready" if ready else "notReady"),
+            )
 
     def status(self, obj: dict, state: str) -> dict:
         return {"state": state}
@@ -108,11 +130,25 @@ class _ReadyAfterDelay:
 
 class NetworkOperator(_ReadyAfterDelay):
     name = "network-operator"
-    group, version, plural, knob = "mellanox.com", "v1alpha1", "nicclusterpolicies", "network_operator"
+    group, version, plural, knob = (
+        "mellanox.com",
+        "v1alpha1",
+        "nicclusterpolicies",
+        "network_operator",
+    )
 
     def status(self, obj: dict, state: str) -> dict:
-        components = [k for k in ("ofedDriver", "rdmaSharedDevicePlugin", "sriovDevicePlugin",
-                                  "secondaryNetwork", "nvIpam") if k in (obj.get("spec") or {})]
+        components = [
+            k
+            for k in (
+                "ofedDriver",
+                "rdmaSharedDevicePlugin",
+                "sriovDevicePlugin",
+                "secondaryNetwork",
+                "nvIpam",
+            )
+            if k in (obj.get("spec") or {})
+        ]
         applied = [{"name": f"state-{c}", "state": state} for c in components]
         return {"state": state, "appliedStates": applied}
 
@@ -143,15 +179,23 @@ class Networks:
         for group, version, plural, kind in self.KINDS:
             for network in _list(world, group, version, plural):
                 spec = network.get("spec") or {}
-                namespace = spec.get("networkNamespace") or network["metadata"].get("namespace") or "default"
+                namespace = (
+                    spec.get("networkNamespace")
+                    or network["metadata"].get("namespace")
+                    or "default"
+                )
                 source = f"{kind}/{network['metadata'].get('namespace', '')}/{network['metadata']['name']}"
                 wanted[(namespace, network["metadata"]["name"])] = (source, kind, spec)
                 if group == "mellanox.com":
                     _set_status(world, group, version, plural, network, {"state": "ready"})
         existing = world.custom.list_cluster_custom_object(
-            "k8s.cni.cncf.io", "v1", "network-attachment-definitions")["items"]
-        rendered = {(n["metadata"]["namespace"], n["metadata"]["name"]): n for n in existing
-                    if SOURCE_ANNOTATION in (n["metadata"].get("annotations") or {})}
+            "k8s.cni.cncf.io", "v1", "network-attachment-definitions"
+        )["items"]
+        rendered = {
+            (n["metadata"]["namespace"], n["metadata"]["name"]): n
+            for n in existing
+            if SOURCE_ANNOTATION in (n["metadata"].get("annotations") or {})
+        }
         for (namespace, name), (source, kind, spec) in wanted.items():
             if (namespace, name) in rendered:
                 continue
@@ -160,20 +204,36 @@ class Networks:
             annotations = {SOURCE_ANNOTATION: source}
             if resource:
                 annotations["k8s.v1.cni.cncf.io/resourceName"] = f"{prefix}/{resource}"
-            config = {"cniVersion": "0.3.1", "name": name, "type": kind.lower(),
-                      "ipam": json.loads(spec.get("ipam") or "{}")}
+            config = {
+                "cniVersion": "0.3.1",
+                "name": name,
+                "type": kind.lower(),
+                "ipam": json.loads(spec.get("ipam") or "{}"),
+            }
             try:
                 world.custom.create_namespaced_custom_object(
-                    "k8s.cni.cncf.io", "v1", namespace, "network-attachment-definitions",
-                    {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-                     "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-                     "spec": {"config": json.dumps(config)}})
+                    "k8s.cni.cncf.io",
+                    "v1",
+                    namespace,
+                    "network-attachment-definitions",
+                    {
+                        "apiVersion": "k8s.cni.cncf.io/v1",
+                        "kind": "NetworkAttachmentDefinition",
+                        "metadata": {
+                            "name": name,
+                            "namespace": namespace,
+                            "annotations": annotations,
+                        },
+                        "spec": {"config": json.dumps(config)},
+                    },
+                )
             except ApiException as error:
                 if error.status not in (404, 409):  # namespace not there yet, or raced
                     raise
-        for (namespace, name) in set(rendered) - set(wanted):
+        for namespace, name in set(rendered) - set(wanted):
             world.custom.delete_namespaced_custom_object(
-                "k8s.cni.cncf.io", "v1", namespace, "network-attachment-definitions", name)
+                "k8s.cni.cncf.io", "v1", namespace, "network-attachment-definitions", name
+            )
 
 
 def _selector_matches(selector: dict, labels: dict) -> bool:
@@ -191,35 +251,58 @@ class SriovOperator:
         self.gate = gate
 
     def reconcile(self, world: World) -> None:
-        configs = [c for c in _list(world, "sriovnetwork.openshift.io", "v1", "sriovoperatorconfigs")
-                   if c["metadata"]["name"] == "default"]
+        configs = [
+            c
+            for c in _list(world, "sriovnetwork.openshift.io", "v1", "sriovoperatorconfigs")
+            if c["metadata"]["name"] == "default"
+        ]
         if not configs:
             return
         namespace = configs[0]["metadata"]["namespace"]
-        policies = [p for p in _list(world, "sriovnetwork.openshift.io", "v1",
-                                     "sriovnetworknodepolicies")
-                    if p["metadata"]["namespace"] == namespace]
+        policies = [
+            p
+            for p in _list(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodepolicies")
+            if p["metadata"]["namespace"] == namespace
+        ]
         failing = world.knobs.get("sriov", {}).get("failing", False)
         for node in _nodes(world):
             name = node["metadata"]["name"]
             hardware = _hardware(node)
             labels = node["metadata"].get("labels") or {}
-            matching = [p for p in policies if _selector_matches(p["spec"].get("nodeSelector"), labels)]
+            matching = [
+                p for p in policies if _selector_matches(p["spec"].get("nodeSelector"), labels)
+            ]
             interfaces = []
             for nic in hardware["nics"]:
-                policy = next((p for p in matching if nic["name"] in
-                               [_pf_name(n) for n in p["spec"].get("nicSelector", {}).get("pfNames", [])]),
-                              None)
-                interfaces.append({
-                    "name": nic["name"], "vendor": "15b3", "deviceID": "101d",
-                    "linkType": "IB" if nic["linkType"] == "ib" else "ETH",
-                    "mac": nic["mac"], "totalvfs": 16 if nic["linkType"] == "ib" else 127,
-                    "numVfs": policy["spec"]["numVfs"] if policy else 0,
-                    "pciAddress": f"0000:{len(interfaces) + 0x17:02x}:00.0",
-                })
-            digest = hashlib.sha256(json.dumps(
-                [(p["metadata"]["name"], p["metadata"].get("generation")) for p in matching],
-                sort_keys=True).encode()).hexdigest()[:12]
+                policy = next(
+                    (
+                        p
+                        for p in matching
+                        if nic["name"]
+                        in [
+                            _pf_name(n) for n in p["spec"].get("nicSelector", {}).get("pfNames", [])
+                        ]
+                    ),
+                    None,
+                )
+                interfaces.append(
+                    {
+                        "name": nic["name"],
+                        "vendor": "15b3",
+                        "deviceID": "101d",
+                        "linkType": "IB" if nic["linkType"] == "ib" else "ETH",
+                        "mac": nic["mac"],
+                        "totalvfs": 16 if nic["linkType"] == "ib" else 127,
+                        "numVfs": policy["spec"]["numVfs"] if policy else 0,
+                        "pciAddress": f"0000:{len(interfaces) + 0x17:02x}:00.0",
+                    }
+                )
+            digest = hashlib.sha256(
+                json.dumps(
+                    [(p["metadata"]["name"], p["metadata"].get("generation")) for p in matching],
+                    sort_keys=True,
+                ).encode()
+            ).hexdigest()[:12]
             state = self._state(world, namespace, name)
             if state is None:
                 continue
@@ -232,22 +315,32 @@ class SriovOperator:
             status = {"interfaces": interfaces, "syncStatus": sync}
             if error:
                 status["lastSyncError"] = error
-            _set_status(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodestates",
-                        state, status)
+            _set_status(
+                world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodestates", state, status
+            )
 
     def _state(self, world: World, namespace: str, node: str) -> dict | None:
         """The node's SriovNetworkNodeState, created (as the operator does) when missing."""
         try:
             return world.custom.get_namespaced_custom_object(
-                "sriovnetwork.openshift.io", "v1", namespace, "sriovnetworknodestates", node)
+                "sriovnetwork.openshift.io", "v1", namespace, "sriovnetworknodestates", node
+            )
         except ApiException as error:
             if error.status != 404:
                 raise
         try:
             return world.custom.create_namespaced_custom_object(
-                "sriovnetwork.openshift.io", "v1", namespace, "sriovnetworknodestates",
-                {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodeState",
-                 "metadata": {"name": node, "namespace": namespace}, "spec": {}})
+                "sriovnetwork.openshift.io",
+                "v1",
+                namespace,
+                "sriovnetworknodestates",
+                {
+                    "apiVersion": "sriovnetwork.openshift.io/v1",
+                    "kind": "SriovNetworkNodeState",
+                    "metadata": {"name": node, "namespace": namespace},
+                    "spec": {},
+                },
+            )
         except ApiException as error:
             if error.status == 404:  # the namespace is gone
                 return None
@@ -266,14 +359,23 @@ class MachineConfigOperator:
         for role in self.ROLES:
             try:
                 world.custom.create_cluster_custom_object(
-                    "machineconfiguration.openshift.io", "v1", "machineconfigpools",
-                    {"apiVersion": "machineconfiguration.openshift.io/v1",
-                     "kind": "MachineConfigPool", "metadata": {"name": role},
-                     "spec": {
-                         "machineConfigSelector": {"matchLabels": {
-                             "machineconfiguration.openshift.io/role": role}},
-                         "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{role}": ""}},
-                     }})
+                    "machineconfiguration.openshift.io",
+                    "v1",
+                    "machineconfigpools",
+                    {
+                        "apiVersion": "machineconfiguration.openshift.io/v1",
+                        "kind": "MachineConfigPool",
+                        "metadata": {"name": role},
+                        "spec": {
+                            "machineConfigSelector": {
+                                "matchLabels": {"machineconfiguration.openshift.io/role": role}
+                            },
+                            "nodeSelector": {
+                                "matchLabels": {f"node-role.kubernetes.io/{role}": ""}
+                            },
+                        },
+                    },
+                )
             except ApiException as error:
                 if error.status != 409:
                     raise
@@ -286,36 +388,81 @@ class MachineConfigOperator:
         nodes = _nodes(world)
         for pool in _list(world, "machineconfiguration.openshift.io", "v1", "machineconfigpools"):
             role = pool["metadata"]["name"]
-            mine = sorted((c["metadata"]["name"], c["metadata"].get("generation", 1)) for c in configs
-                          if (c["metadata"].get("labels") or {}).get(
-                              "machineconfiguration.openshift.io/role") == role)
-            rendered = "rendered-{}-{}".format(role, hashlib.sha256(
-                json.dumps(mine).encode()).hexdigest()[:12])
-            count = sum(1 for n in nodes if f"node-role.kubernetes.io/{role}" in
-                        (n["metadata"].get("labels") or {})) if role == "worker" else 0
+            mine = sorted(
+                (c["metadata"]["name"], c["metadata"].get("generation", 1))
+                for c in configs
+                if (c["metadata"].get("labels") or {}).get("machineconfiguration.openshift.io/role")
+                == role
+            )
+            rendered = f"rendered-{role}-{hashlib.sha256(json.dumps(mine).encode()).hexdigest()[:12]}"
+            count = (
+                sum(
+                    1
+                    for n in nodes
+                    if f"node-role.kubernetes.io/{role}" in (n["metadata"].get("labels") or {})
+                )
+                if role == "worker"
+                else 0
+            )
             done = self.gate.due(rendered, "update", world.knobs["delay_seconds"])
             previous = (pool.get("status") or {}).get("conditions") or []
-            stamp = next((c["lastTransitionTime"] for c in previous if c["type"] == "Updated"
-                          and c["status"] == ("True" if done else "False")), now())
-            _set_status(world, "machineconfiguration.openshift.io", "v1", "machineconfigpools", pool, {
-                "configuration": {"name": rendered, "source": [
-                    {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-                     "name": name} for name, _ in mine]},
-                "machineCount": count,
-                "readyMachineCount": count if done else 0,
-                "updatedMachineCount": count if done else 0,
-                "unavailableMachineCount": 0 if done else min(count, 1),
-                "degradedMachineCount": 0,
-                "observedGeneration": pool["metadata"].get("generation", 1),
-                "conditions": [
-                    {"type": "Updated", "status": "True" if done else "False",
-                     "lastTransitionTime": stamp, "reason": "", "message": ""},
-                    {"type": "Updating", "status": "False" if done else "True",
-                     "lastTransitionTime": stamp, "reason": "", "message": ""},
-                    {"type": "Degraded", "status": "False", "lastTransitionTime": stamp,
-                     "reason": "", "message": ""},
-                ],
-            })
+            stamp = next(
+                (
+                    c["lastTransitionTime"]
+                    for c in previous
+                    if c["type"] == "Updated" and c["status"] == ("True" if done else "False")
+                ),
+                now(),
+            )
+            _set_status(
+                world,
+                "machineconfiguration.openshift.io",
+                "v1",
+                "machineconfigpools",
+                pool,
+                {
+                    "configuration": {
+                        "name": rendered,
+                        "source": [
+                            {
+                                "apiVersion": "machineconfiguration.openshift.io/v1",
+                                "kind": "MachineConfig",
+                                "name": name,
+                            }
+                            for name, _ in mine
+                        ],
+                    },
+                    "machineCount": count,
+                    "readyMachineCount": count if done else 0,
+                    "updatedMachineCount": count if done else 0,
+                    "unavailableMachineCount": 0 if done else min(count, 1),
+                    "degradedMachineCount": 0,
+                    "observedGeneration": pool["metadata"].get("generation", 1),
+                    "conditions": [
+                        {
+                            "type": "Updated",
+                            "status": "True" if done else "False",
+                            "lastTransitionTime": stamp,
+                            "reason": "",
+                            "message": "",
+                        },
+                        {
+                            "type": "Updating",
+                            "status": "False" if done else "True",
+                            "lastTransitionTime": stamp,
+                            "reason": "",
+                            "message": "",
+                        },
+                        {
+                            "type": "Degraded",
+                            "status": "False",
+                            "lastTransitionTime": stamp,
+                            "reason": "",
+                            "message": "",
+                        },
+                    ],
+                },
+            )
 
 
 class Kubelet:
@@ -328,8 +475,10 @@ class Kubelet:
         cluster_policies = _list(world, "nvidia.com", "v1", "clusterpolicies")
         gpu_ready = any((p.get("status") or {}).get("state") == "ready" for p in cluster_policies)
         ncp = next((p for p in policies if (p.get("status") or {}).get("state") == "ready"), None)
-        states = {s["metadata"]["name"]: s for s in
-                  _list(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodestates")}
+        states = {
+            s["metadata"]["name"]: s
+            for s in _list(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodestates")
+        }
         sriov_policies = _list(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodepolicies")
         for node in _nodes(world):
             hardware = _hardware(node)
@@ -345,8 +494,9 @@ class Kubelet:
             if current != resources:
                 # A strategic merge keeps map keys left out: name the vanished ones as null.
                 patch = {**{k: None for k in current if k not in resources}, **resources}
-                world.core.patch_node_status(node["metadata"]["name"], {
-                    "status": {"allocatable": patch, "capacity": patch}})
+                world.core.patch_node_status(
+                    node["metadata"]["name"], {"status": {"allocatable": patch, "capacity": patch}}
+                )
 
     @staticmethod
     def _network_operator(spec: dict, hardware: dict) -> dict:
@@ -365,8 +515,12 @@ class Kubelet:
                 link_types = selectors.get("linkTypes")
                 pf_names = selectors.get("pfNames")
                 count = sum(
-                    1 for nic in hardware["nics"]
-                    if (not link_types or ("infiniband" if nic["linkType"] == "ib" else "ether") in link_types)
+                    1
+                    for nic in hardware["nics"]
+                    if (
+                        not link_types
+                        or ("infiniband" if nic["linkType"] == "ib" else "ether") in link_types
+                    )
                     and (not pf_names or nic["name"] in pf_names)
                 )
                 if count:
@@ -377,7 +531,9 @@ class Kubelet:
     @staticmethod
     def _sriov(state: dict, policies: list[dict]) -> dict:
         resources: dict[str, int] = {}
-        configured = {i["name"]: i for i in state["status"].get("interfaces", []) if i.get("numVfs")}
+        configured = {
+            i["name"]: i for i in state["status"].get("interfaces", []) if i.get("numVfs")
+        }
         for policy in policies:
             pfs = [_pf_name(n) for n in policy["spec"].get("nicSelector", {}).get("pfNames", [])]
             vfs = sum(configured[pf]["numVfs"] for pf in pfs if pf in configured)

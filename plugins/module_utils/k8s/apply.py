@@ -165,6 +165,18 @@ class ForeignObjects(Exception):
 _DONE = {"create": "created", "update": "updated", "unchanged": "unchanged"}
 
 
+def _result(obj: dict, action: str, reasons: list[str]) -> dict:
+    metadata = obj.get("metadata") or {}
+    return {
+        "object": identity(obj),
+        "kind": obj.get("kind"),
+        "name": metadata.get("name"),
+        "namespace": metadata.get("namespace"),
+        "action": action,
+        "reasons": reasons,
+    }
+
+
 def key_of(obj: dict) -> tuple:
     metadata = obj.get("metadata") or {}
     return obj.get("apiVersion"), obj.get("kind"), metadata.get("namespace"), metadata.get("name")
@@ -235,9 +247,7 @@ class Applier:
                         field_manager=FIELD_MANAGER,
                         force_conflicts=True,
                     ).to_dict()
-            self.results.append(
-                {"object": identity(obj), "action": _DONE[action], "reasons": reasons}
-            )
+            self.results.append(_result(obj, _DONE[action], reasons))
             applied.append(live)
         return applied
 
@@ -259,13 +269,7 @@ class Applier:
                 if key_of(item) not in wanted:
                     doomed.append(item)
         for item in doomed:
-            self.results.append(
-                {
-                    "object": identity(item),
-                    "action": "deleted",
-                    "reasons": ["no longer part of the plan"],
-                }
-            )
+            self.results.append(_result(item, "deleted", ["no longer part of the plan"]))
             self.diffs.append(
                 {
                     "before_header": identity(item),

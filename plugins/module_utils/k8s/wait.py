@@ -51,8 +51,14 @@ def lookup(obj, path: list[str]):
     for key in path:
         if isinstance(obj, list) and "=" in key:
             field_name, _, wanted = key.partition("=")
-            obj = next((item for item in obj if isinstance(item, dict)
-                        and str(item.get(field_name)) == wanted), MISSING)
+            obj = next(
+                (
+                    item
+                    for item in obj
+                    if isinstance(item, dict) and str(item.get(field_name)) == wanted
+                ),
+                MISSING,
+            )
             if obj is MISSING:
                 return MISSING
         elif isinstance(obj, dict) and key in obj:
@@ -66,6 +72,13 @@ def show(value) -> str:
     return "missing" if value is MISSING else repr(value)
 
 
+def _has(items: list, wanted) -> bool:
+    """wanted is in items, itself or as the name of an object in the list."""
+    return any(
+        item == wanted or (isinstance(item, dict) and item.get("name") == wanted) for item in items
+    )
+
+
 @dataclass
 class Gate:
     name: str
@@ -75,6 +88,8 @@ class Gate:
     equals: object = None
     one_of: list = field(default_factory=list)
     at_least: int | None = None
+    includes: list = field(default_factory=list)
+    excludes: list = field(default_factory=list)
     fail_on: list = field(default_factory=list)
     object_name: str | None = None
     namespace: str | None = None
@@ -84,6 +99,13 @@ class Gate:
 
     @property
     def expectation(self) -> str:
+        if self.includes or self.excludes:
+            parts = []
+            if self.includes:
+                parts.append("a list with " + ", ".join(map(repr, self.includes)))
+            if self.excludes:
+                parts.append("without " + ", ".join(map(repr, self.excludes)))
+            return " and ".join(parts)
         if self.at_least is not None:
             return f"at least {self.at_least}"
         if self.one_of:
@@ -93,6 +115,11 @@ class Gate:
     def satisfied_by(self, value) -> bool:
         if value is MISSING:
             return False
+        if self.includes or self.excludes:
+            items = value if isinstance(value, list) else []
+            return all(_has(items, wanted) for wanted in self.includes) and not any(
+                _has(items, unwanted) for unwanted in self.excludes
+            )
         if self.at_least is not None:
             number = quantity(value)
             return number is not None and number >= self.at_least

@@ -74,6 +74,19 @@ def component_objects(plan: dict, component: str, csvs: dict | None = None) -> l
     raise ValueError(f"component: got {component!r}; expected one of {', '.join(COMPONENTS)}")
 
 
+OLM_KINDS = ("Namespace", "OperatorGroup", "Subscription")
+PARTS = ("all", "olm", "operand")
+
+
+def select_part(objects: list[dict], part: str) -> list[dict]:
+    """all; olm: an operator's Namespace, OperatorGroup and Subscription; operand: the rest."""
+    if part == "olm":
+        return [o for o in objects if o["kind"] in OLM_KINDS]
+    if part == "operand":
+        return [o for o in objects if o["kind"] not in OLM_KINDS]
+    return objects
+
+
 def build_objects(plan: dict, csvs: dict | None = None) -> list[dict]:
     """Every object of the plan, in apply order."""
     return [obj for component in COMPONENTS for obj in component_objects(plan, component, csvs)]

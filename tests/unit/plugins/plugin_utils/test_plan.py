@@ -33,6 +33,7 @@ def test_defaults_follow_red_hat():
         "interface": "ens8f0np0",
         "network_name": "rdmashared-net",
         "resource_name": "rdma_shared_device_eth",
+        "node_resource": "rdma/rdma_shared_device_eth",
         "ipam": {
             "range": "192.168.2.0/24",
             "network": "192.168.2.0/24",
