@@ -184,7 +184,8 @@ class Networks:
                     or network["metadata"].get("namespace")
                     or "default"
                 )
-                source = f"{kind}/{network['metadata'].get('namespace', '')}/{network['metadata']['name']}"
+                metadata = network["metadata"]
+                source = f"{kind}/{metadata.get('namespace', '')}/{metadata['name']}"
                 wanted[(namespace, network["metadata"]["name"])] = (source, kind, spec)
                 if group == "mellanox.com":
                     _set_status(world, group, version, plural, network, {"state": "ready"})
@@ -394,7 +395,8 @@ class MachineConfigOperator:
                 if (c["metadata"].get("labels") or {}).get("machineconfiguration.openshift.io/role")
                 == role
             )
-            rendered = f"rendered-{role}-{hashlib.sha256(json.dumps(mine).encode()).hexdigest()[:12]}"
+            digest = hashlib.sha256(json.dumps(mine).encode()).hexdigest()[:12]
+            rendered = f"rendered-{role}-{digest}"
             count = (
                 sum(
                     1
