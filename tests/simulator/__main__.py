@@ -13,7 +13,7 @@ import yaml
 from tests.harness.controlplane import DEFAULT_STATE_DIR, api_client
 from tests.simulator import build_simulator
 from tests.simulator.core import write_knobs
-from tests.simulator.nodes import Hardware, Nic, register_nodes
+from tests.simulator.nodes import Hardware, Nic, register_nodes, remove_nodes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     nodes.add_argument(
         "--no-nfd-labels", action="store_true", help="leave the NFD labels off (as before NFD runs)"
     )
+    nodes.add_argument(
+        "--replace", action="store_true", help="remove the fake nodes registered before"
+    )
     knobs = commands.add_parser("knobs", help="set the knobs (YAML or JSON mapping)")
     knobs.add_argument("mapping")
     args = parser.parse_args(argv)
@@ -46,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
             gpus=args.gpus,
             nics=tuple(Nic(name, link_type) for name in (args.nic or [default_nic])),
         )
+        if args.replace:
+            remove_nodes(client)
         names = register_nodes(
             client,
             args.count,

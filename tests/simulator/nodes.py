@@ -16,6 +16,8 @@ from kubernetes.client.rest import ApiException
 from tests.simulator.core import now
 
 HARDWARE_ANNOTATION = "simulator.gpudirect.rdma/hardware"
+# Every node the simulator registers carries this label, so tests can find and remove them.
+FAKE_NODE_LABEL = "simulator.gpudirect.rdma/node"
 
 # What NFD, configured as Red Hat documents for GPUDirect RDMA, labels such a node with.
 NFD_GPU_NIC_LABELS = {
@@ -65,6 +67,7 @@ def node_object(name: str, index: int, hardware: Hardware, nfd_labels: bool) -> 
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
         "node-role.kubernetes.io/worker": "",
+        FAKE_NODE_LABEL: "true",
     }
     if nfd_labels:
         labels.update(NFD_GPU_NIC_LABELS)
@@ -110,6 +113,17 @@ def node_status() -> dict:
             "systemUUID": "",
         },
     }
+
+
+def remove_nodes(api_client: client.ApiClient) -> list[str]:
+    """Delete every node the simulator registered; return their names."""
+    core = client.CoreV1Api(api_client)
+    names = [
+        n.metadata.name for n in core.list_node(label_selector=f"{FAKE_NODE_LABEL}=true").items
+    ]
+    for name in names:
+        core.delete_node(name)
+    return names
 
 
 def register_nodes(
