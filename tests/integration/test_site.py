@@ -1,0 +1,225 @@
+"""site.yml end to end on the local control plane, the simulator playing OLM and the operators:
+every configuration converges and a second run writes nothing (audit log); switching method
+leaves nothing of the previous one; a gate that never opens fails in time, naming itself, before
+the GPU Operator's ClusterPolicy exists; check mode on an empty cluster writes nothing; roles
+work alone from three-line playbooks."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.harness.audit import AuditLog
+from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, ControlPlane, api_client
+from tests.simulator.nodes import Hardware, Nic, register_nodes, remove_nodes
+from tests.unit.inventories import NAMES, inputs
+
+SITE = REPO_ROOT / "playbooks" / "site.yml"
+TIMEOUTS = REPO_ROOT / "molecule" / "shared" / "timeouts.yml"
+METHOD_KINDS = [
+    ("mellanox.com", "v1alpha1", "macvlannetworks"),
+    ("mellanox.com", "v1alpha1", "ipoibnetworks"),
+    ("mellanox.com", "v1alpha1", "hostdevicenetworks"),
+    ("sriovnetwork.openshift.io", "v1", "sriovnetworknodepolicies"),
+    ("sriovnetwork.openshift.io", "v1", "sriovnetworks"),
+    ("sriovnetwork.openshift.io", "v1", "sriovibnetworks"),
+]
+
+
+def recap(output: str) -> dict[str, int]:
+    match = re.search(
+        r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", output
+    )
+    assert match, output[-2000:]
+    return {"ok": int(match[1]), "changed": int(match[2]), "failed": int(match[3])}
+
+
+def nodes_for(harness, inventory: str) -> None:
+    """Two fake nodes with the NICs of the inventory's rails, without NFD labels."""
+    plan = build_plan(inputs(inventory))
+    link_type = "ib" if plan["fabric"] == "infiniband" else "eth"
+    remove_nodes(harness)
+    register_nodes(
+        harness,
+        2,
+        nfd_labels=False,
+        hardware=Hardware(nics=tuple(Nic(rail["interface"], link_type) for rail in plan["rails"])),
+    )
+
+
+def site(run_playbook, inventory: str, *extra: str, check: bool = True):
+    return run_playbook(
+        SITE,
+        "-i",
+        str(REPO_ROOT / "inventories" / inventory),
+        "-e",
+        f"@{TIMEOUTS}",
+        *extra,
+        check=check,
+    )
+
+
+def list_all(custom, group, version, plural):
+    return custom.list_cluster_custom_object(group, version, plural)["items"]
+
+
+@pytest.mark.parametrize("inventory", NAMES)
+def test_configuration_converges_and_a_second_run_writes_nothing(
+    inventory, run_playbook, harness, custom, core, control_plane
+):
+    nodes_for(harness, inventory)
+    first = site(run_playbook, inventory)
+    assert recap(first.stdout)["failed"] == 0
+    audit = AuditLog(control_plane.audit_log).mark()
+    second = site(run_playbook, inventory)
+    assert recap(second.stdout)["changed"] == 0, second.stdout[-3000:]
+    assert audit.writes(ADMIN_USER) == [], [str(w) for w in audit.writes(ADMIN_USER)]
+    assert audit.requests(ADMIN_USER), "the second run read the cluster"
+    plan = build_plan(inputs(inventory))
+    policy = custom.get_cluster_custom_object(
+        "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
+    )
+    assert policy["status"]["state"] == "ready"
+    for node in core.list_node().items:
+        for rail in plan["rails"]:
+            assert int(node.status.allocatable[rail["node_resource"]]) >= 1
+
+
+def test_switching_shared_device_to_sriov_legacy_leaves_nothing_behind(
+    run_playbook, harness, custom
+):
+    nodes_for(harness, "shared-device-roce")
+    site(run_playbook, "shared-device-roce")
+    assert [
+        n["metadata"]["name"]
+        for n in list_all(custom, "mellanox.com", "v1alpha1", "macvlannetworks")
+    ] == ["rdmashared-net"]
+    site(run_playbook, "sriov-legacy-roce")
+    for kind in ("macvlannetworks", "ipoibnetworks", "hostdevicenetworks"):
+        assert list_all(custom, "mellanox.com", "v1alpha1", kind) == [], kind
+    policy = custom.get_cluster_custom_object(
+        "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
+    )
+    assert set(policy["spec"]) == {"ofedDriver"}
+    nads = custom.list_namespaced_custom_object(
+        "k8s.cni.cncf.io", "v1", "default", "network-attachment-definitions"
+    )["items"]
+    assert [n["metadata"]["name"] for n in nads] == ["sriov-network"]
+
+
+def test_a_gate_that_never_opens_fails_in_time_and_the_gpu_driver_waits(
+    run_playbook, harness, custom, knobs
+):
+    nodes_for(harness, "host-device-roce")
+    try:
+        custom.delete_cluster_custom_object(
+            "nvidia.com", "v1", "clusterpolicies", "gpu-cluster-policy"
+        )
+    except ApiException as error:
+        assert error.status == 404
+    knobs({"network_operator": {"never_ready": True}})
+    began = time.monotonic()
+    result = site(
+        run_playbook, "host-device-roce", "-e", "network_operator_ready_timeout=5", check=False
+    )
+    took = time.monotonic() - began
+    assert result.returncode != 0
+    output = " ".join(result.stdout.split())
+    assert "gate 'NicClusterPolicy ready' not reached after 5s" in output
+    assert (
+        "status.state to be 'ready'; last seen: "
+        "NicClusterPolicy nic-cluster-policy status.state is 'notReady'" in output
+    )
+    assert "Look at: oc get nicclusterpolicy nic-cluster-policy" in output
+    assert took < 60, f"the play took {took:.0f}s to fail on a 5s gate"
+    with pytest.raises(ApiException) as missing:
+        custom.get_cluster_custom_object(
+            "nvidia.com", "v1", "clusterpolicies", "gpu-cluster-policy"
+        )
+    assert missing.value.status == 404
+
+
+@pytest.fixture
+def empty_cluster(tmp_path_factory):
+    plane = ControlPlane(tmp_path_factory.mktemp("empty"))
+    plane.start()
+    try:
+        plane.start_simulator()
+        yield plane
+    finally:
+        plane.stop()
+
+
+def test_check_mode_on_an_empty_cluster_writes_nothing_and_says_what_it_would_do(empty_cluster):
+    audit = AuditLog(empty_cluster.audit_log).mark()
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            str(SITE),
+            "--check",
+            "--diff",
+            "-i",
+            str(REPO_ROOT / "inventories" / "sriov-legacy-infiniband"),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            **os.environ,
+            "K8S_AUTH_KUBECONFIG": str(empty_cluster.kubeconfig),
+            "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
+        },
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert recap(result.stdout)["changed"] >= 7  # four operators, MachineConfigs, operands, method
+    for shown in (
+        "+++ after: Subscription openshift-nfd/nfd",
+        "+++ after: NicClusterPolicy nic-cluster-policy",
+        "+++ after: SriovIBNetwork openshift-sriov-network-operator/sriov-ib-network",
+        "+++ after: ClusterPolicy gpu-cluster-policy",
+    ):
+        assert shown in result.stdout
+    assert audit.writes(ADMIN_USER) == [], [str(w) for w in audit.writes(ADMIN_USER)]
+    core = client.CoreV1Api(api_client(empty_cluster.harness_kubeconfig))
+    assert "openshift-nfd" not in [n.metadata.name for n in core.list_namespace().items]
+
+
+@pytest.mark.parametrize("role", ["nfd", "network_operator"])
+def test_a_role_works_alone_from_a_three_line_playbook(
+    role, run_playbook, harness, custom, tmp_path
+):
+    nodes_for(harness, "shared-device-infiniband")
+    playbook = tmp_path / "mine.yml"
+    playbook.write_text(f"- hosts: localhost\n  roles:\n    - gpudirect.rdma.{role}\n")
+    result = run_playbook(
+        playbook,
+        "-i",
+        str(REPO_ROOT / "inventories" / "shared-device-infiniband"),
+        "-e",
+        f"@{TIMEOUTS}",
+    )
+    assert recap(result.stdout)["failed"] == 0
+    if role == "nfd":
+        instance = custom.get_namespaced_custom_object(
+            "nfd.openshift.io", "v1", "openshift-nfd", "nodefeaturediscoveries", "nfd-instance"
+        )
+        assert (
+            instance["spec"]["operand"]["image"]
+            == "quay.io/openshift/origin-node-feature-discovery:5.0"
+        )
+    else:
+        policy = custom.get_cluster_custom_object(
+            "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
+        )
+        assert set(policy["spec"]) == {"ofedDriver", "rdmaSharedDevicePlugin", "secondaryNetwork"}
+        assert policy["status"]["state"] == "ready"
