@@ -200,26 +200,24 @@ def wait_for(
     clock=time.monotonic,
     sleep=time.sleep,
 ) -> dict[str, float]:
-    """Wait until every gate is met; return the seconds each took. Raises GateFailed when a
-    gate reaches a fail_on value, GateTimeout (naming the first unmet gate) on timeout."""
+    """Wait until every gate is met in the same read (a pool that reports Updated before it has
+    even seen a new MachineConfig must not pass); return when each gate was first met. Raises
+    GateFailed when a gate reaches a fail_on value, GateTimeout naming the first unmet gate."""
     began = clock()
-    pending = list(gates)
-    took: dict[str, float] = {}
-    observations: dict[str, Observation] = {}
+    first_met: dict[str, float] = {}
     while True:
-        for gate in list(pending):
+        unmet = []
+        for gate in gates:
             observation = observe(cluster, gate)
-            observations[gate.name] = observation
             if observation.failed:
                 raise GateFailed(message(gate, observation, clock() - began, "failed"))
             if observation.met:
-                took[gate.name] = round(clock() - began, 1)
-                pending.remove(gate)
-        if not pending:
-            return took
+                first_met.setdefault(gate.name, round(clock() - began, 1))
+            else:
+                unmet.append((gate, observation))
+        if not unmet:
+            return first_met
         if clock() - began >= timeout:
-            gate = pending[0]
-            raise GateTimeout(
-                message(gate, observations[gate.name], clock() - began, "not reached")
-            )
+            gate, observation = unmet[0]
+            raise GateTimeout(message(gate, observation, clock() - began, "not reached"))
         sleep(interval)

@@ -1,0 +1,285 @@
+"""The apply decision (write only what differs, drop what we no longer set) and the gates
+(paths, conditions, joint evaluation, timeouts), without a cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+    contains,
+    decide,
+    merged,
+    stale_fields,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
+    MISSING,
+    Gate,
+    GateFailed,
+    GateTimeout,
+    lookup,
+    quantity,
+    wait_for,
+)
+
+DESIRED = {
+    "apiVersion": "mellanox.com/v1alpha1",
+    "kind": "NicClusterPolicy",
+    "metadata": {
+        "name": "nic-cluster-policy",
+        "labels": {"app.kubernetes.io/managed-by": "gpudirect.rdma"},
+    },
+    "spec": {"ofedDriver": {"image": "doca-driver", "env": [{"name": "A", "value": "1"}]}},
+}
+
+
+def live(spec, fields=None, manager="gpudirect.rdma"):
+    obj = {
+        "apiVersion": DESIRED["apiVersion"],
+        "kind": DESIRED["kind"],
+        "metadata": {**DESIRED["metadata"], "resourceVersion": "7", "managedFields": []},
+        "spec": spec,
+    }
+    if fields is not None:
+        obj["metadata"]["managedFields"] = [
+            {"manager": manager, "operation": "Apply", "fieldsV1": fields}
+        ]
+    return obj
+
+
+OWNED = {
+    "f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}},
+    "f:spec": {"f:ofedDriver": {"f:image": {}, "f:env": {}}},
+}
+
+
+def test_missing_object_is_created():
+    assert decide(DESIRED, None) == ("create", [])
+
+
+def test_converged_object_is_left_alone_even_with_server_defaults():
+    current = live(
+        {
+            "ofedDriver": {
+                "image": "doca-driver",
+                "forcePrecompiled": False,
+                "env": [{"name": "A", "value": "1"}],
+            }
+        },
+        OWNED,
+    )
+    assert decide(DESIRED, current) == ("unchanged", [])
+
+
+def test_a_changed_value_is_applied():
+    current = live({"ofedDriver": {"image": "old", "env": [{"name": "A", "value": "1"}]}}, OWNED)
+    assert decide(DESIRED, current) == ("update", ["fields differ"])
+
+
+def test_a_field_we_set_before_and_no_longer_set_is_removed():
+    owned = {**OWNED, "f:spec": {**OWNED["f:spec"], "f:rdmaSharedDevicePlugin": {"f:config": {}}}}
+    current = live(
+        {
+            "ofedDriver": {"image": "doca-driver", "env": [{"name": "A", "value": "1"}]},
+            "rdmaSharedDevicePlugin": {"config": "{}"},
+        },
+        owned,
+    )
+    action, reasons = decide(DESIRED, current)
+    assert action == "update"
+    assert reasons == ["no longer set: .spec.rdmaSharedDevicePlugin"]
+    assert "rdmaSharedDevicePlugin" not in merged(current, DESIRED)["spec"]
+
+
+def test_a_field_somebody_else_set_is_not_ours_to_remove():
+    current = live(
+        {
+            "ofedDriver": {"image": "doca-driver", "env": [{"name": "A", "value": "1"}]},
+            "nicFeatureDiscovery": {"image": "x"},
+        },
+        OWNED,
+    )
+    assert decide(DESIRED, current) == ("unchanged", [])
+
+
+def test_an_object_never_applied_by_the_collection_is_applied_once():
+    current = live(
+        {"ofedDriver": {"image": "doca-driver", "env": [{"name": "A", "value": "1"}]}},
+        OWNED,
+        manager="kubectl",
+    )
+    assert decide(DESIRED, current) == ("update", ["not yet managed by gpudirect.rdma"])
+
+
+def test_lists_compare_item_by_item_and_keyed_fields_are_tracked():
+    assert contains([{"a": 1, "b": 2}], [{"a": 1}])
+    assert not contains([{"a": 1}, {"a": 2}], [{"a": 1}])
+    desired = {"spec": {"items": [{"name": "x"}]}}
+    fields = {"f:spec": {"f:items": {'k:{"name":"x"}': {".": {}}, 'k:{"name":"y"}': {".": {}}}}}
+    assert stale_fields(
+        {
+            "metadata": {
+                "managedFields": [
+                    {"manager": "gpudirect.rdma", "operation": "Apply", "fieldsV1": fields}
+                ]
+            }
+        },
+        desired,
+    ) == ['.spec.items[{"name":"y"}]']
+
+
+def test_lookup_and_quantities():
+    obj = {
+        "status": {
+            "conditions": [
+                {"type": "Updating", "status": "False"},
+                {"type": "Updated", "status": "True"},
+            ],
+            "allocatable": {"rdma/shared": "63"},
+        }
+    }
+    assert lookup(obj, ["status", "conditions", "type=Updated", "status"]) == "True"
+    assert lookup(obj, ["status", "conditions", "type=Degraded", "status"]) is MISSING
+    assert lookup(obj, ["status", "allocatable", "rdma/shared"]) == "63"
+    assert [quantity(v) for v in ("8", 3, "2Ki", "1k", "x", True)] == [8, 3, 2048, 1000, None, None]
+
+
+class FakeCluster:
+    """Answers get/list from a script of states, one per read of the named object."""
+
+    def __init__(self, states):
+        self.states = states
+        self.reads = 0
+
+    def get(self, api_version, kind, name, namespace=None):
+        state = self.states[min(self.reads, len(self.states) - 1)]
+        self.reads += 1
+        return state
+
+    def list(self, api_version, kind, namespace=None, label_selector=None):
+        return [s for s in [self.get(api_version, kind, None)] if s]
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def policy(state):
+    return {"metadata": {"name": "nic-cluster-policy"}, "status": {"state": state}}
+
+
+def gate(**kwargs):
+    return Gate(
+        name="NicClusterPolicy ready",
+        api_version="mellanox.com/v1alpha1",
+        kind="NicClusterPolicy",
+        path=["status", "state"],
+        object_name="nic-cluster-policy",
+        **kwargs,
+    )
+
+
+def test_wait_returns_as_soon_as_the_state_is_reached():
+    clock = FakeClock()
+    cluster = FakeCluster([None, policy("notReady"), policy("ready")])
+    took = wait_for(
+        cluster,
+        [gate(equals="ready", hint="oc get ncp")],
+        timeout=30,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    assert took == {"NicClusterPolicy ready": 2.0}
+
+
+def test_wait_times_out_naming_the_gate_the_expectation_and_the_last_state():
+    clock = FakeClock()
+    with pytest.raises(GateTimeout) as raised:
+        wait_for(
+            FakeCluster([policy("notReady")]),
+            [gate(equals="ready", hint="oc get ncp")],
+            timeout=5,
+            clock=clock,
+            sleep=clock.sleep,
+        )
+    assert str(raised.value) == (
+        "gate 'NicClusterPolicy ready' not reached after 5s: expected NicClusterPolicy "
+        "nic-cluster-policy status.state to be 'ready'; last seen: NicClusterPolicy "
+        "nic-cluster-policy status.state is 'notReady'. Look at: oc get ncp"
+    )
+
+
+def test_a_fail_on_value_stops_at_once():
+    clock = FakeClock()
+    with pytest.raises(GateFailed, match="failed after 0s"):
+        wait_for(
+            FakeCluster([policy("Failed")]),
+            [gate(equals="ready", fail_on=["Failed"])],
+            timeout=600,
+            clock=clock,
+            sleep=clock.sleep,
+        )
+
+
+def test_gates_must_hold_in_the_same_read():
+    """A pool reporting Updated before it rendered the new MachineConfig must not pass."""
+    pool = [
+        {
+            "metadata": {"name": "worker"},
+            "status": {
+                "configuration": {"source": []},
+                "conditions": [{"type": "Updated", "status": "True"}],
+            },
+        },
+        {
+            "metadata": {"name": "worker"},
+            "status": {
+                "configuration": {"source": [{"name": "99-x"}]},
+                "conditions": [{"type": "Updated", "status": "False"}],
+            },
+        },
+        {
+            "metadata": {"name": "worker"},
+            "status": {
+                "configuration": {"source": [{"name": "99-x"}]},
+                "conditions": [{"type": "Updated", "status": "True"}],
+            },
+        },
+    ]
+
+    class Pool(FakeCluster):
+        """Both gates read the same state in one round."""
+
+        def get(self, *args, **kwargs):
+            state = self.states[min(self.reads // 2, len(self.states) - 1)]
+            self.reads += 1
+            return state
+
+    clock = FakeClock()
+    gates = [
+        Gate(
+            name="renders",
+            api_version="v1",
+            kind="MachineConfigPool",
+            object_name="worker",
+            path=["status", "configuration", "source"],
+            includes=["99-x"],
+        ),
+        Gate(
+            name="updated",
+            api_version="v1",
+            kind="MachineConfigPool",
+            object_name="worker",
+            path=["status", "conditions", "type=Updated", "status"],
+            equals="True",
+        ),
+    ]
+    took = wait_for(Pool(pool), gates, timeout=30, clock=clock, sleep=clock.sleep)
+    assert clock.now == 2.0
+    assert took == {"updated": 0.0, "renders": 1.0}
