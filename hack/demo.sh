@@ -1,9 +1,6 @@
 #!/usr/bin/env bash
-# make demo: the local control plane with the simulator, two fake GPU + NIC nodes, and the
-# configuration of an example inventory applied to it.
-#
-# Until site.yml exists this applies the rendered tree with `kubectl apply --server-side -k`,
-# as a GitOps controller would, and shows OLM (simulated) installing the four operators.
+# make demo: the local control plane with the simulator, two fake GPU + NIC nodes, then the main
+# job, playbooks/site.yml, on an example inventory (INVENTORY=inventories/<name>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,21 +12,30 @@ export ANSIBLE_CONFIG="$PWD/ansible.cfg" ANSIBLE_COLLECTIONS_PATH="$PWD/.collect
 if ! "${BIN}/python" -m tests.harness status --state-dir "${STATE_DIR}" >/dev/null 2>&1; then
   "${BIN}/python" -m tests.harness up --state-dir "${STATE_DIR}"
 fi
-export KUBECONFIG="$PWD/${STATE_DIR}/kubeconfig"
+export K8S_AUTH_KUBECONFIG="$PWD/${STATE_DIR}/kubeconfig" KUBECONFIG="$PWD/${STATE_DIR}/kubeconfig"
 kubectl="$(sed -n 's/.*"binaries": "\(.*\)".*/\1/p' "${STATE_DIR}/state.json")/kubectl"
 
-"${BIN}/python" -m tests.simulator --kubeconfig "${STATE_DIR}/simulator.kubeconfig" nodes --count 2
-"${BIN}/ansible-playbook" -i "${INVENTORY}" playbooks/render.yml \
-  -e "gpudirect_rdma_render_dir=$PWD/${STATE_DIR}/demo-render"
-"${kubectl}" apply --server-side --field-manager=gpudirect-rdma-demo -k "${STATE_DIR}/demo-render"
+# Two nodes with the inventory's NICs, without NFD labels: the simulated NFD adds them.
+nics=$("${BIN}/python" - "${INVENTORY}" <<'PY'
+import sys
+sys.path.insert(0, ".collections")
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.unit.inventories import inputs
+from pathlib import Path
+plan = build_plan(inputs(Path(sys.argv[1]).name))
+print(plan["fabric"], *[rail["interface"] for rail in plan["rails"]])
+PY
+)
+read -r fabric interfaces <<< "${nics}"
+nic_args=()
+for nic in ${interfaces}; do nic_args+=(--nic "${nic}"); done
+"${BIN}/python" -m tests.simulator --kubeconfig "${STATE_DIR}/simulator.kubeconfig" \
+  nodes --replace --no-nfd-labels --count 2 --fabric "${fabric}" "${nic_args[@]}"
 
-echo "waiting for the four ClusterServiceVersions (OLM is simulated)"
-for _ in $(seq 1 100); do
-  succeeded=$("${kubectl}" get csv -A -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Succeeded$' || true)
-  [[ "${succeeded}" -ge 4 ]] && break
-  sleep 0.3
-done
-"${kubectl}" get nodes
+"${BIN}/ansible-playbook" -i "${INVENTORY}" playbooks/site.yml
+
 "${kubectl}" get csv -A
+"${kubectl}" get nicclusterpolicy,clusterpolicy
+"${kubectl}" get nodes -o custom-columns='NAME:.metadata.name,ALLOCATABLE:.status.allocatable'
 echo
-echo "KUBECONFIG=${KUBECONFIG}; stop with: make cluster-down"
+echo "KUBECONFIG=${KUBECONFIG}; run it again (nothing changes), or another INVENTORY; stop with: make cluster-down"
