@@ -223,3 +223,17 @@ def test_a_role_works_alone_from_a_three_line_playbook(
         )
         assert set(policy["spec"]) == {"ofedDriver", "rdmaSharedDevicePlugin", "secondaryNetwork"}
         assert policy["status"]["state"] == "ready"
+
+
+def test_a_failed_sriov_node_state_stops_the_wait_at_once(run_playbook, harness, knobs):
+    nodes_for(harness, "sriov-legacy-roce")
+    knobs({"sriov": {"failing": True}})
+    began = time.monotonic()
+    result = site(run_playbook, "sriov-legacy-roce", check=False)
+    took = time.monotonic() - began
+    assert result.returncode != 0
+    output = " ".join(result.stdout.split())
+    assert "gate 'SR-IOV node states synced' failed after" in output
+    assert "status.syncStatus is 'Failed'" in output
+    assert "lastSyncError" in output, "the message says where to look"
+    assert took < 45, f"{took:.0f}s: a Failed state must not wait for the 60s timeout"

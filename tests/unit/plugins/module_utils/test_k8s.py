@@ -11,6 +11,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     merged,
     stale_fields,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import (
+    OlmError,
+    approve_install_plan,
+    check_operator_groups,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     MISSING,
     Gate,
@@ -283,3 +288,117 @@ def test_gates_must_hold_in_the_same_read():
     took = wait_for(Pool(pool), gates, timeout=30, clock=clock, sleep=clock.sleep)
     assert clock.now == 2.0
     assert took == {"updated": 0.0, "renders": 1.0}
+
+
+# -- OLM ---------------------------------------------------------------------------------------
+
+
+class OlmCluster:
+    """A dict-backed stand-in: objects by (kind, namespace, name), patches recorded."""
+
+    def __init__(self, objects):
+        self.objects = {
+            (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects
+        }
+        self.patches = []
+
+    def get(self, api_version, kind, name, namespace=None):
+        return self.objects.get((kind, namespace, name))
+
+    def list(self, api_version, kind, namespace=None, label_selector=None):
+        return [o for (k, ns, _), o in self.objects.items() if k == kind and ns == namespace]
+
+    def resource(self, api_version, kind):
+        cluster = self
+
+        class Resource:
+            def patch(self, body, name, namespace, content_type):
+                cluster.patches.append((kind, namespace, name, body))
+
+        return Resource()
+
+
+SUBSCRIPTION = {
+    "kind": "Subscription",
+    "metadata": {"name": "gpu-operator-certified", "namespace": "nvidia-gpu-operator"},
+    "spec": {
+        "name": "gpu-operator-certified",
+        "installPlanApproval": "Manual",
+        "startingCSV": "gpu-operator-certified.v26.3.3",
+    },
+}
+
+
+def olm_cluster(plan_csvs, approved=False):
+    live = {
+        **SUBSCRIPTION,
+        "status": {"installPlanRef": {"name": "install-abc", "namespace": "nvidia-gpu-operator"}},
+    }
+    plan = {
+        "kind": "InstallPlan",
+        "metadata": {"name": "install-abc", "namespace": "nvidia-gpu-operator"},
+        "spec": {"approved": approved, "clusterServiceVersionNames": plan_csvs},
+    }
+    return OlmCluster([live, plan])
+
+
+def test_manual_approval_approves_the_install_plan_of_starting_csv():
+    cluster = olm_cluster(["gpu-operator-certified.v26.3.3"])
+    assert approve_install_plan(cluster, SUBSCRIPTION, check_mode=False) == "install-abc"
+    assert cluster.patches == [
+        ("InstallPlan", "nvidia-gpu-operator", "install-abc", {"spec": {"approved": True}})
+    ]
+
+
+def test_manual_approval_refuses_an_install_plan_of_another_csv():
+    cluster = olm_cluster(["gpu-operator-certified.v26.7.0"])
+    with pytest.raises(
+        OlmError,
+        match="would install gpu-operator-certified.v26.7.0, not startingCSV "
+        "gpu-operator-certified.v26.3.3; it was not approved",
+    ):
+        approve_install_plan(cluster, SUBSCRIPTION, check_mode=False)
+    assert cluster.patches == []
+
+
+def test_manual_approval_writes_nothing_in_check_mode_or_when_approved():
+    cluster = olm_cluster(["gpu-operator-certified.v26.3.3"])
+    approve_install_plan(cluster, SUBSCRIPTION, check_mode=True)
+    approved = olm_cluster(["gpu-operator-certified.v26.3.3"], approved=True)
+    assert approve_install_plan(approved, SUBSCRIPTION, check_mode=False) is None
+    assert cluster.patches == approved.patches == []
+
+
+OUR_GROUP = {
+    "kind": "OperatorGroup",
+    "metadata": {"name": "openshift-nfd", "namespace": "openshift-nfd"},
+}
+
+
+def test_a_foreign_operator_group_stops_the_install():
+    foreign = {"kind": "OperatorGroup", "metadata": {"name": "mine", "namespace": "openshift-nfd"}}
+    with pytest.raises(
+        OlmError, match="already has OperatorGroup mine, not created by gpudirect.rdma"
+    ):
+        check_operator_groups(OlmCluster([foreign]), OUR_GROUP, take_over=False)
+    with pytest.raises(OlmError, match="OLM allows one OperatorGroup per namespace"):
+        check_operator_groups(OlmCluster([foreign]), OUR_GROUP, take_over=True)
+
+
+def test_our_own_or_a_taken_over_operator_group_is_fine():
+    ours = {
+        "kind": "OperatorGroup",
+        "metadata": {
+            "name": "openshift-nfd",
+            "namespace": "openshift-nfd",
+            "labels": {"app.kubernetes.io/managed-by": "gpudirect.rdma"},
+        },
+    }
+    check_operator_groups(OlmCluster([ours]), OUR_GROUP, take_over=False)
+    unlabelled = {
+        "kind": "OperatorGroup",
+        "metadata": {"name": "openshift-nfd", "namespace": "openshift-nfd"},
+    }
+    check_operator_groups(OlmCluster([unlabelled]), OUR_GROUP, take_over=True)
+    with pytest.raises(OlmError):
+        check_operator_groups(OlmCluster([unlabelled]), OUR_GROUP, take_over=False)
