@@ -12,6 +12,7 @@ records the processes started so that stop() ends exactly those.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -356,6 +357,18 @@ class ControlPlane:
         if self.state_file.exists():
             self.state_file.unlink()
         return stopped
+
+
+@contextlib.contextmanager
+def started(state_dir: Path):
+    """A control plane with the simulator for the length of a with-block."""
+    plane = ControlPlane(state_dir)
+    plane.start()
+    try:
+        plane.start_simulator()
+        yield plane
+    finally:
+        plane.stop()
 
 
 def api_client(kubeconfig: Path):

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 
 from tests.harness.audit import AuditLog
-from tests.harness.controlplane import REPO_ROOT, ControlPlane, api_client
+from tests.harness.controlplane import REPO_ROOT, ControlPlane, api_client, started
 from tests.simulator.core import DEFAULT_KNOBS, write_knobs
 
 
@@ -31,13 +31,8 @@ def control_plane(tmp_path_factory) -> ControlPlane:
             pytest.fail(f"GPUDIRECT_RDMA_STATE_DIR={state_dir} names no running control plane")
         yield plane
         return
-    plane = ControlPlane(tmp_path_factory.mktemp("envtest"))
-    plane.start()
-    try:
-        plane.start_simulator()
+    with started(tmp_path_factory.mktemp("envtest")) as plane:
         yield plane
-    finally:
-        plane.stop()
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from kubernetes.client.rest import ApiException
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.audit import AuditLog
-from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, ControlPlane, api_client
+from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, api_client, started
 from tests.simulator.nodes import Hardware, Nic, register_nodes, remove_nodes
 from tests.unit.inventories import NAMES, inputs
 
@@ -150,13 +150,8 @@ def test_a_gate_that_never_opens_fails_in_time_and_the_gpu_driver_waits(
 
 @pytest.fixture
 def empty_cluster(tmp_path_factory):
-    plane = ControlPlane(tmp_path_factory.mktemp("empty"))
-    plane.start()
-    try:
-        plane.start_simulator()
+    with started(tmp_path_factory.mktemp("empty")) as plane:
         yield plane
-    finally:
-        plane.stop()
 
 
 def test_check_mode_on_an_empty_cluster_writes_nothing_and_says_what_it_would_do(empty_cluster):

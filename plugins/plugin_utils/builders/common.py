@@ -22,6 +22,15 @@ METHOD_COMPONENTS = {
 NVIDIA_VENDOR = "15b3"
 
 
+def alm_example(csv: dict | None, kind: str) -> dict | None:
+    """The example object of kind in a CSV's alm-examples annotation, if the CSV has one."""
+    if not csv:
+        return None
+    annotations = (csv.get("metadata") or {}).get("annotations") or {}
+    examples = json.loads(annotations.get("alm-examples") or "[]")
+    return next((example for example in examples if example.get("kind") == kind), None)
+
+
 def ownership(component: str) -> dict:
     """The labels that mark an object as the collection's (uninstall removes only these)."""
     return {MANAGED_BY_LABEL: MANAGED_BY, COMPONENT_LABEL: component}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
-import json
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
     GPU_OPERATOR,
+    alm_example,
     new_object,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import GPU_OPERATOR_RELEASES
@@ -16,15 +16,8 @@ NAME = "gpu-cluster-policy"
 
 def default_spec_from_csv(csv: dict | None) -> dict | None:
     """The ClusterPolicy spec in a GPU Operator CSV's alm-examples, if it has one."""
-    if not csv:
-        return None
-    examples = json.loads(
-        csv.get("metadata", {}).get("annotations", {}).get("alm-examples") or "[]"
-    )
-    for example in examples:
-        if example.get("kind") == "ClusterPolicy":
-            return example.get("spec") or {}
-    return None
+    example = alm_example(csv, "ClusterPolicy")
+    return None if example is None else example.get("spec") or {}
 
 
 def _set(tree: dict, path: str, value) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import NFD, new_object
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+    NFD,
+    alm_example,
+    new_object,
+)
 
 # PCI classes 02 (network), 03 (display), 0200 (Ethernet), 0207 (InfiniBand), 12 (accelerator):
 # NFD then labels nodes feature.node.kubernetes.io/pci-15b3.present and pci-10de.present.
@@ -23,14 +25,10 @@ def operand_image_from_csv(csv: dict | None) -> str | None:
     """The operand image an NFD CSV ships: its alm-examples, else its operator's environment."""
     if not csv:
         return None
-    examples = json.loads(
-        csv.get("metadata", {}).get("annotations", {}).get("alm-examples") or "[]"
-    )
-    for example in examples:
-        if example.get("kind") == "NodeFeatureDiscovery":
-            image = example.get("spec", {}).get("operand", {}).get("image")
-            if image:
-                return image
+    example = alm_example(csv, "NodeFeatureDiscovery") or {}
+    image = example.get("spec", {}).get("operand", {}).get("image")
+    if image:
+        return image
     deployments = csv.get("spec", {}).get("install", {}).get("spec", {}).get("deployments", [])
     for deployment in deployments:
         for container in (
