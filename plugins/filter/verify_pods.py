@@ -1,0 +1,123 @@
+"""gpudirect.rdma.verify_pods: the bandwidth test's server or client pods, one per rail."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: verify_pods
+author: gpudirect.rdma maintainers
+version_added: 0.1.0
+short_description: The GPUDirect bandwidth test pods of a plan
+description:
+  - One pod per rail for the given role, in the network's namespace, pinned to O(node), asking for
+    C(nvidia.com/gpu=1) and the rail's RDMA resource, attached to the rail's network
+    (C(k8s.v1.cni.cncf.io/networks)), with C(IPC_LOCK).
+  - Each pod runs the collection's test script, which finds the RDMA device behind C(net1), the
+    RoCE v2 GID index of its address on Ethernet (never assumed), the GPU on the NIC's NUMA node,
+    and runs C(ib_write_bw --use_cuda) (with C(--use_cuda_dmabuf) in DMA-BUF mode).
+options:
+  _input:
+    description: The plan from M(gpudirect.rdma.plan).
+    type: dict
+    required: true
+  role:
+    description: C(server) pods first; C(client) pods once the servers' addresses are known.
+    type: str
+    choices: [server, client]
+    required: true
+  node:
+    description: The node the pods run on.
+    type: str
+    required: true
+  server_addresses:
+    description: For clients, each rail's server C(net1) address, in rail order.
+    type: list
+    elements: str
+    default: []
+  image:
+    description: Image with perftest built with CUDA.
+    type: str
+    default: quay.io/edge-infrastructure/nvidia-tools:0.1.5
+  perftest:
+    description: Path of C(ib_write_bw) in the image.
+    type: str
+    default: /root/perftest/ib_write_bw
+  duration:
+    description: Seconds of traffic (C(-D)).
+    type: int
+    default: 30
+  size:
+    description: Message size in bytes (C(-s)).
+    type: int
+    default: 65536
+  qps:
+    description: Queue pairs (C(-q)).
+    type: int
+    default: 16
+  port:
+    description: TCP port of the test's out-of-band exchange (C(-p)).
+    type: int
+    default: 10000
+"""
+
+EXAMPLES = r"""
+- name: Server pods on the first node
+  gpudirect.rdma.apply:
+    objects: "{{ rdma.plan | gpudirect.rdma.verify_pods(role='server', node='worker-0') }}"
+"""
+
+RETURN = r"""
+_value:
+  description: Pod objects, one per rail.
+  type: list
+  elements: dict
+"""
+
+from ansible.errors import AnsibleFilterError  # noqa: E402
+
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.verify import (  # noqa: E402
+    client_pods,
+    server_pods,
+)
+
+
+def verify_pods(
+    plan,
+    role,
+    node,
+    server_addresses=None,
+    image=None,
+    perftest=None,
+    duration=None,
+    size=None,
+    qps=None,
+    port=None,
+):
+    args = validate(
+        DOCUMENTATION,
+        "gpudirect.rdma.verify_pods",
+        {
+            "_input": plan,
+            "role": role,
+            "node": node,
+            "server_addresses": server_addresses,
+            "image": image,
+            "perftest": perftest,
+            "duration": duration,
+            "size": size,
+            "qps": qps,
+            "port": port,
+        },
+    )
+    settings = {key: args[key] for key in ("image", "perftest", "duration", "size", "qps", "port")}
+    try:
+        if args["role"] == "server":
+            return server_pods(args["_input"], args["node"], settings)
+        return client_pods(args["_input"], args["node"], settings, args["server_addresses"])
+    except (KeyError, ValueError) as error:
+        raise AnsibleFilterError(f"gpudirect.rdma.verify_pods: {error}") from error
+
+
+class FilterModule:
+    def filters(self):
+        return {"verify_pods": verify_pods}

@@ -1,0 +1,136 @@
+"""The bandwidth test's pods (accepted by the API server in tests/integration) and its verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpudirect.rdma.plugins.filter.verify_pods import verify_pods
+from ansible_collections.gpudirect.rdma.plugins.filter.verify_report import verify_report
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.unit.inventories import NAMES, inputs
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "perftest"
+
+
+def log(name):
+    return (FIXTURES / f"{name}.txt").read_text()
+
+
+@pytest.mark.parametrize("inventory", NAMES)
+def test_pods_ask_for_a_gpu_the_rails_resource_and_network(inventory):
+    plan = build_plan(inputs(inventory))
+    servers = verify_pods(plan, role="server", node="worker-0")
+    addresses = [f"10.0.{i}.1" for i in range(len(plan["rails"]))]
+    clients = verify_pods(plan, role="client", node="worker-1", server_addresses=addresses)
+    assert len(servers) == len(clients) == len(plan["rails"])
+    for rail, server, client in zip(plan["rails"], servers, clients, strict=True):
+        for pod, node in ((server, "worker-0"), (client, "worker-1")):
+            (container,) = pod["spec"]["containers"]
+            assert pod["metadata"]["namespace"] == plan["network_namespace"]
+            assert pod["metadata"]["annotations"] == {
+                "k8s.v1.cni.cncf.io/networks": rail["network_name"]
+            }
+            assert pod["spec"]["nodeName"] == node
+            assert container["resources"]["limits"] == {
+                "nvidia.com/gpu": "1",
+                rail["node_resource"]: "1",
+            }
+            assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+            env = {e["name"]: e["value"] for e in container["env"]}
+            assert env["GPU_MEMORY"] == plan["gpu"]["memory"]
+        client_env = {e["name"]: e["value"] for e in client["spec"]["containers"][0]["env"]}
+        assert client_env["SERVER_IP"] == addresses[rail["index"]]
+        assert "SERVER_IP" not in {e["name"] for e in server["spec"]["containers"][0]["env"]}
+
+
+def test_pod_names_per_rail_and_image_override():
+    plan = build_plan(inputs("multi-rail-hgx"))
+    pods = verify_pods(plan, role="server", node="n", image="mirror/tools:1")
+    assert [p["metadata"]["name"] for p in pods][:2] == [
+        "gpudirect-rdma-verify-server-rail0",
+        "gpudirect-rdma-verify-server-rail1",
+    ]
+    assert {p["spec"]["containers"][0]["image"] for p in pods} == {"mirror/tools:1"}
+    single = verify_pods(
+        build_plan(inputs("shared-device-roce")),
+        role="client",
+        node="n",
+        server_addresses=["192.168.2.10"],
+    )
+    assert single[0]["metadata"]["name"] == "gpudirect-rdma-verify-client"
+
+
+def run(server="roce_dmabuf_server", client="roce_dmabuf_client"):
+    return [
+        {
+            "rail": 0,
+            "server_node": "worker-0",
+            "client_node": "worker-1",
+            "server_log": log(server) if server else "",
+            "client_log": log(client) if client else "",
+        }
+    ]
+
+
+def test_a_good_run_passes_with_its_numbers():
+    plan = build_plan(inputs("shared-device-roce"))
+    result = verify_report(run(), plan=plan, min_gbps=150)
+    assert result["passed"] is True
+    (pair,) = result["pairs"]
+    assert (
+        pair["bw_average_gbps"],
+        pair["msg_rate_mpps"],
+        pair["device"],
+        pair["gid_index"],
+        pair["gpu_memory"],
+        pair["link_type"],
+    ) == (180.47, 0.344228, "mlx5_2", 3, "dmabuf", "Ethernet")
+    assert pair["server_device"] == "mlx5_7"
+    assert result["table"][1].endswith("pass")
+
+
+def test_below_threshold_fails_and_says_why():
+    plan = build_plan(inputs("shared-device-roce"))
+    result = verify_report(run(), plan=plan, min_gbps=190)
+    assert result["passed"] is False
+    assert result["pairs"][0]["problems"] == [
+        "average 180.47 Gb/s is below the threshold of 190.0 Gb/s"
+    ]
+
+
+def test_host_memory_means_no_gpudirect():
+    plan = build_plan(inputs("shared-device-roce"))
+    result = verify_report(run(client="roce_host_memory_mbsec_client"), plan=plan, min_gbps=10)
+    assert result["passed"] is False
+    assert (
+        "client: GPU memory was not used (expected dmabuf): GPUDirect RDMA did not happen"
+        in result["pairs"][0]["problems"]
+    )
+
+
+def test_peermem_registration_when_dmabuf_was_planned_fails():
+    plan = build_plan(inputs("shared-device-infiniband"))
+    result = verify_report(
+        run(server="ib_peermem_client", client="ib_peermem_client"), plan=plan, min_gbps=100
+    )
+    problems = result["pairs"][0]["problems"]
+    assert any(
+        "client: GPU memory was registered by peermem (expected dmabuf)" in p for p in problems
+    )
+    peermem = build_plan({**inputs("shared-device-infiniband"), "gpu_memory": "peermem"})
+    assert (
+        verify_report(
+            run(server="ib_peermem_client", client="ib_peermem_client"), plan=peermem, min_gbps=100
+        )["passed"]
+        is True
+    )
+
+
+def test_a_failed_client_is_reported_with_the_perftest_hint():
+    plan = build_plan(inputs("shared-device-roce"))
+    result = verify_report(run(client="failure_wrong_gid"), plan=plan, min_gbps=100)
+    (problem,) = result["pairs"][0]["problems"]
+    assert problem.startswith("client: expected an ib_write_bw result row")
+    assert "a wrong RoCE GID index (-x)" in problem
