@@ -40,6 +40,10 @@ DEFAULT_KNOBS: dict = {
     "gpu_operator": {"never_ready": False},
     # SriovNetworkNodeStates with a policy report syncStatus Failed.
     "sriov": {"failing": False},
+    # The bandwidth test's output: average Gb/s; gpu_memory as_requested (DMA-BUF or peermem
+    # lines as the pod's GPU_MEMORY says) or none (host memory); failure "" (a result),
+    # connection_refused or wrong_gid (no result row).
+    "perftest": {"bw_gbps": 180.47, "gpu_memory": "as_requested", "failure": ""},
 }
 
 

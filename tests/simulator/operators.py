@@ -32,14 +32,14 @@ SOURCE_ANNOTATION = "simulator.gpudirect.rdma/source"
 SRIOV_NAMESPACE_DEFAULT = "openshift-sriov-network-operator"
 
 
-def _hardware(node: dict) -> dict | None:
+def hardware_of(node: dict) -> dict | None:
     raw = ((node.get("metadata") or {}).get("annotations") or {}).get(HARDWARE_ANNOTATION)
     return json.loads(raw) if raw else None
 
 
-def _nodes(world: World) -> list[dict]:
+def fake_nodes(world: World) -> list[dict]:
     items = world.api_client.sanitize_for_serialization(world.core.list_node())["items"]
-    return [n for n in items if _hardware(n) is not None]
+    return [n for n in items if hardware_of(n) is not None]
 
 
 def _set_status(
@@ -74,7 +74,7 @@ class Nfd:
         instances = _list(world, "nfd.openshift.io", "v1", "nodefeaturediscoveries")
         if not instances:
             return
-        for node in _nodes(world):
+        for node in fake_nodes(world):
             labels = node["metadata"].get("labels") or {}
             missing = {k: v for k, v in NFD_GPU_NIC_LABELS.items() if labels.get(k) != v}
             if missing:
@@ -266,9 +266,9 @@ class SriovOperator:
             if p["metadata"]["namespace"] == namespace
         ]
         failing = world.knobs.get("sriov", {}).get("failing", False)
-        for node in _nodes(world):
+        for node in fake_nodes(world):
             name = node["metadata"]["name"]
-            hardware = _hardware(node)
+            hardware = hardware_of(node)
             labels = node["metadata"].get("labels") or {}
             matching = [
                 p for p in policies if _selector_matches(p["spec"].get("nodeSelector"), labels)
@@ -386,7 +386,7 @@ class MachineConfigOperator:
         if not self._ensured:
             self._ensure_pools(world)
         configs = _list(world, "machineconfiguration.openshift.io", "v1", "machineconfigs")
-        nodes = _nodes(world)
+        nodes = fake_nodes(world)
         for pool in _list(world, "machineconfiguration.openshift.io", "v1", "machineconfigpools"):
             role = pool["metadata"]["name"]
             mine = sorted(
@@ -482,8 +482,8 @@ class Kubelet:
             for s in _list(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodestates")
         }
         sriov_policies = _list(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodepolicies")
-        for node in _nodes(world):
-            hardware = _hardware(node)
+        for node in fake_nodes(world):
+            hardware = hardware_of(node)
             resources = dict(node_status()["allocatable"])
             if gpu_ready:
                 resources["nvidia.com/gpu"] = str(hardware["gpus"])

@@ -1,0 +1,387 @@
+"""Pods on the fake nodes: Multus, the kubelet, and the bandwidth test they would run.
+
+- Multus: a pod asking for networks (k8s.v1.cni.cncf.io/networks) gets the
+  k8s.v1.cni.cncf.io/network-status annotation, with a net1 address from the network's
+  NetworkAttachmentDefinition range. (Multus writes this annotation on real clusters too; it is
+  the one change the simulator makes to an object somebody else created.)
+- kubelet: the pod turns Running; a bandwidth test client (env ROLE=client) finishes after the
+  delay, its server once the client has; both Succeeded, or Failed when their output holds no
+  result. Their logs are served to the API server from a kubelet endpoint on 127.0.0.1 (each
+  fake node's status points at it), so `kubectl logs` and kubernetes.core.k8s_log work.
+- The output is shaped like real ib_write_bw runs (tests/unit/fixtures/perftest holds captured
+  shapes): CUDA lines with DMA-BUF or peermem registration, the test header, the result row.
+  Knobs: perftest.bw_gbps, perftest.gpu_memory (as_requested | none), perftest.failure
+  ("" | connection_refused | wrong_gid).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import ssl
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.simulator.core import DelayGate, World, now
+from tests.simulator.operators import fake_nodes, hardware_of
+
+NETWORKS = "k8s.v1.cni.cncf.io/networks"
+NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
+
+
+class LogServer:
+    """The kubelet's /containerLogs endpoint for every fake node, over TLS on loopback."""
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str, str, str], str] = {}
+        logs = self.logs
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                parts = self.path.split("?", 1)[0].strip("/").split("/")
+                text = logs.get(tuple(parts[1:4])) if parts[:1] == ["containerLogs"] else None
+                body = (text if text is not None else "not found").encode()
+                self.send_response(200 if text is not None else 404)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        with tempfile.TemporaryDirectory() as directory:
+            cert, key = _self_signed(Path(directory))
+            context.load_cert_chain(cert, key)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True, name="kubelet-logs").start()
+
+
+def _self_signed(directory: Path) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "simulated-kubelet")])
+    stamp = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(stamp - datetime.timedelta(minutes=5))
+        .not_valid_after(stamp + datetime.timedelta(days=7))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    (directory / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (directory / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return directory / "cert.pem", directory / "key.pem"
+
+
+def _env(pod: dict) -> dict:
+    containers = pod["spec"].get("containers") or [{}]
+    return {e["name"]: e.get("value", "") for e in containers[0].get("env") or []}
+
+
+def perftest_output(
+    role: str,
+    link_type: str,
+    gpu_memory: str,
+    bw_gbps: float,
+    device: str,
+    address: str,
+    gid_index: int | None,
+    failure: str,
+) -> str:
+    """ib_write_bw output of one side, in the shape of the captured runs."""
+    lines = []
+    if gpu_memory != "none":
+        lines += [
+            "initializing CUDA",
+            "Listing all CUDA devices in system:",
+            "CUDA device 0: PCIe address is 17:00",
+            "",
+            "Picking device No. 0",
+            "[pid = 61, dev = 0] device name = [NVIDIA A100-SXM4-80GB]",
+            "creating CUDA Ctx",
+            "making it the current CUDA Ctx",
+            "CUDA device integrated: 0",
+            "cuMemAlloc() of a 2097152 bytes GPU buffer",
+            "allocated GPU buffer address at 00007f3a7e000000 pointer=0x7f3a7e000000",
+        ]
+        if gpu_memory == "dmabuf":
+            lines += [
+                "using DMA-BUF for GPU buffer address at 0x7f3a7e000000 aligned at "
+                "0x7f3a7e000000 with aligned size 2097152",
+                "Calling ibv_reg_dmabuf_mr(offset=0, size=2097152, addr=0x7f3a7e000000, "
+                "fd=42) for QP #0",
+            ]
+    if role == "server":
+        lines += [
+            "",
+            "************************************",
+            "* Waiting for client to connect... *",
+            "************************************",
+        ]
+    if failure == "connection_refused" and role == "client":
+        return (
+            "\n".join(
+                lines
+                + [f"Couldn't connect to {address}:10000", "Unable to init the socket connection"]
+            )
+            + "\n"
+        )
+    rule = "-" * 87
+    lines += [
+        rule,
+        "                    RDMA_Write BW Test",
+        f" Dual-port       : OFF\t\tDevice         : {device}",
+        " Number of qps   : 16\t\tTransport type : IB",
+        " Connection type : RC\t\tUsing SRQ      : OFF",
+        " PCIe relax order: ON",
+        " ibv_wr* API     : ON",
+        " CQ Moderation   : 100",
+        " Mtu             : 4096[B]",
+        f" Link type       : {'Ethernet' if link_type == 'eth' else 'IB'}",
+    ]
+    if gid_index is not None:
+        lines.append(f" GID index       : {gid_index}")
+    lines += [
+        " Max inline data : 0[B]",
+        " rdma_cm QPs\t : OFF",
+        " Data ex. method : Ethernet",
+        rule,
+    ]
+    if failure == "wrong_gid":
+        return (
+            "\n".join(
+                lines
+                + [
+                    " Failed to modify QP 294 to RTR",
+                    " Unable to Connect the HCA's through the link",
+                ]
+            )
+            + "\n"
+        )
+    lines += [
+        " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]",
+        f" 65536      10329004         0.00               {bw_gbps:.2f}"
+        f"               {bw_gbps * 1e9 / 8 / 65536 / 1e6:.6f}",
+        rule,
+    ]
+    if gpu_memory != "none":
+        lines += ["deallocating GPU buffer 00007f3a7e000000", "destroying current CUDA Ctx"]
+    return "\n".join(lines) + "\n"
+
+
+class Pods:
+    name = "pods"
+
+    def __init__(self, gate: DelayGate):
+        self.gate = gate
+        self.logs = LogServer()
+        self._addresses: dict[str, int] = {}
+
+    def reconcile(self, world: World) -> None:
+        nodes = {n["metadata"]["name"]: n for n in fake_nodes(world)}
+        for node in nodes.values():
+            self._point_at_log_server(world, node)
+        pods = world.api_client.sanitize_for_serialization(
+            world.core.list_pod_for_all_namespaces()
+        )["items"]
+        finished_clients = {
+            (
+                p["metadata"]["namespace"],
+                (p["metadata"].get("labels") or {}).get("gpudirect.rdma/rail"),
+            )
+            for p in pods
+            if _env(p).get("ROLE") == "client"
+            and (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        }
+        for pod in pods:
+            if pod["spec"].get("nodeName") not in nodes:
+                continue
+            phase = (pod.get("status") or {}).get("phase")
+            if phase in (None, "Pending"):
+                self._start(world, pod, nodes[pod["spec"]["nodeName"]])
+            elif phase == "Running":
+                env = _env(pod)
+                rail = (pod["metadata"].get("labels") or {}).get("gpudirect.rdma/rail")
+                done = (
+                    self.gate.due(pod["metadata"]["uid"], "run", world.knobs["delay_seconds"] + 1)
+                    if env.get("ROLE") == "client"
+                    else (pod["metadata"]["namespace"], rail) in finished_clients
+                )
+                if done and env.get("ROLE") in ("client", "server"):
+                    self._finish(world, pod, nodes[pod["spec"]["nodeName"]], env)
+
+    def _point_at_log_server(self, world: World, node: dict) -> None:
+        status = node.get("status") or {}
+        port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+        if port == self.logs.port:
+            return
+        world.core.patch_node_status(
+            node["metadata"]["name"],
+            {
+                "status": {
+                    # Only an IP: the API server would resolve a Hostname address through DNS.
+                    "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                    "daemonEndpoints": {"kubeletEndpoint": {"Port": self.logs.port}},
+                }
+            },
+        )
+
+    def _address(self, world: World, namespace: str, network: str) -> tuple[str, dict]:
+        nad = world.custom.get_namespaced_custom_object(
+            "k8s.cni.cncf.io", "v1", namespace, "network-attachment-definitions", network
+        )
+        ipam = json.loads(nad["spec"]["config"]).get("ipam") or {}
+        subnet = ipaddress.ip_interface(ipam.get("range") or "192.168.250.0/24").network
+        key = f"{namespace}/{network}"
+        self._addresses[key] = self._addresses.get(key, 9) + 1
+        return str(
+            list(subnet.hosts())[self._addresses[key] % max(subnet.num_addresses - 2, 1)]
+        ), ipam
+
+    def _start(self, world: World, pod: dict, node: dict) -> None:
+        metadata = pod["metadata"]
+        requested = [
+            n.strip()
+            for n in (metadata.get("annotations") or {}).get(NETWORKS, "").split(",")
+            if n.strip()
+        ]
+        if requested and NETWORK_STATUS not in (metadata.get("annotations") or {}):
+            status = [
+                {
+                    "name": "ovn-kubernetes",
+                    "interface": "eth0",
+                    "ips": ["10.128.2.15"],
+                    "default": True,
+                    "dns": {},
+                }
+            ]
+            for index, network in enumerate(requested, start=1):
+                address, _ = self._address(world, metadata["namespace"], network)
+                status.append(
+                    {
+                        "name": f"{metadata['namespace']}/{network}",
+                        "interface": f"net{index}",
+                        "ips": [address],
+                        "mac": "0a:58:c0:a8:02:0b",
+                        "dns": {},
+                    }
+                )
+            world.core.patch_namespaced_pod(
+                metadata["name"],
+                metadata["namespace"],
+                {"metadata": {"annotations": {NETWORK_STATUS: json.dumps(status)}}},
+            )
+        stamp = now()
+        container = pod["spec"]["containers"][0]["name"]
+        world.core.patch_namespaced_pod_status(
+            metadata["name"],
+            metadata["namespace"],
+            {
+                "status": {
+                    "phase": "Running",
+                    "podIP": "10.128.2.15",
+                    "hostIP": "127.0.0.1",
+                    "startTime": stamp,
+                    "conditions": [
+                        {"type": "Ready", "status": "True", "lastTransitionTime": stamp}
+                    ],
+                    "containerStatuses": [
+                        {
+                            "name": container,
+                            "ready": True,
+                            "restartCount": 0,
+                            "image": pod["spec"]["containers"][0]["image"],
+                            "imageID": "",
+                            "state": {"running": {"startedAt": stamp}},
+                        }
+                    ],
+                }
+            },
+        )
+
+    def _finish(self, world: World, pod: dict, node: dict, env: dict) -> None:
+        metadata = pod["metadata"]
+        knobs = world.knobs.get("perftest", {})
+        statuses = json.loads((metadata.get("annotations") or {}).get(NETWORK_STATUS, "[]"))
+        net1 = next((s for s in statuses if s.get("interface") == "net1"), {"ips": ["(no net1)"]})
+        network = (metadata.get("annotations") or {}).get(NETWORKS, "")
+        hardware = hardware_of(node)
+        nic = next((n for n in hardware["nics"]), {"linkType": "eth"})
+        link_type = nic["linkType"]
+        gpu_memory = (
+            env.get("GPU_MEMORY", "dmabuf")
+            if knobs.get("gpu_memory", "as_requested") == "as_requested"
+            else "none"
+        )
+        failure = knobs.get("failure", "")
+        output = perftest_output(
+            env["ROLE"],
+            link_type,
+            gpu_memory,
+            float(knobs.get("bw_gbps", 180.47)),
+            device=f"mlx5_{2 + int((metadata.get('labels') or {}).get('gpudirect.rdma/rail', 0))}",
+            address=env.get("SERVER_IP") or net1["ips"][0],
+            gid_index=(3 if link_type == "eth" else None),
+            failure=failure,
+        )
+        header = (
+            f"gpudirect-rdma-verify: {env['ROLE']} on net {network} "
+            f"{net1['ips'][0]}: ib_write_bw (simulated)\n"
+        )
+        container = pod["spec"]["containers"][0]["name"]
+        self.logs.logs[(metadata["namespace"], metadata["name"], container)] = header + output
+        succeeded = "#bytes" in output
+        stamp = now()
+        world.core.patch_namespaced_pod_status(
+            metadata["name"],
+            metadata["namespace"],
+            {
+                "status": {
+                    "phase": "Succeeded" if succeeded else "Failed",
+                    "conditions": [
+                        {"type": "Ready", "status": "False", "lastTransitionTime": stamp}
+                    ],
+                    "containerStatuses": [
+                        {
+                            "name": container,
+                            "ready": False,
+                            "restartCount": 0,
+                            "image": pod["spec"]["containers"][0]["image"],
+                            "imageID": "",
+                            "state": {
+                                "terminated": {
+                                    "exitCode": 0 if succeeded else 1,
+                                    "reason": "Completed" if succeeded else "Error",
+                                    "startedAt": stamp,
+                                    "finishedAt": stamp,
+                                }
+                            },
+                        }
+                    ],
+                }
+            },
+        )
