@@ -28,10 +28,13 @@ options:
     description: The node the pods run on.
     type: str
     required: true
-  server_addresses:
-    description: For clients, each rail's server C(net1) address, in rail order.
+  servers:
+    description:
+      - For clients, the running server pods (as M(kubernetes.core.k8s_info) returns them); each
+        client connects to its rail's server at the C(net1) address of the server's
+        C(k8s.v1.cni.cncf.io/network-status) annotation.
     type: list
-    elements: str
+    elements: dict
     default: []
   image:
     description: Image with perftest built with CUDA.
@@ -77,6 +80,7 @@ from ansible.errors import AnsibleFilterError  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.verify import (  # noqa: E402
     client_pods,
+    server_addresses,
     server_pods,
 )
 
@@ -85,7 +89,7 @@ def verify_pods(
     plan,
     role,
     node,
-    server_addresses=None,
+    servers=None,
     image=None,
     perftest=None,
     duration=None,
@@ -100,7 +104,7 @@ def verify_pods(
             "_input": plan,
             "role": role,
             "node": node,
-            "server_addresses": server_addresses,
+            "servers": servers,
             "image": image,
             "perftest": perftest,
             "duration": duration,
@@ -113,7 +117,8 @@ def verify_pods(
     try:
         if args["role"] == "server":
             return server_pods(args["_input"], args["node"], settings)
-        return client_pods(args["_input"], args["node"], settings, args["server_addresses"])
+        addresses = server_addresses(args["_input"], args["servers"])
+        return client_pods(args["_input"], args["node"], settings, addresses)
     except (KeyError, ValueError) as error:
         raise AnsibleFilterError(f"gpudirect.rdma.verify_pods: {error}") from error
 

@@ -7,6 +7,7 @@ index and GPU and runs ib_write_bw. The client gets the server's net1 address.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import new_object
@@ -16,6 +17,7 @@ COMPONENT = "verify"
 ROLE_LABEL = "gpudirect.rdma/verify-role"
 RAIL_LABEL = "gpudirect.rdma/rail"
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
 SCRIPT = (Path(__file__).parent / "verify_test.sh").read_text()
 DEFAULT_IMAGE = "quay.io/edge-infrastructure/nvidia-tools:0.1.5"
 
@@ -163,3 +165,46 @@ def table(pairs: list[dict]) -> list[str]:
             + ("pass" if p["passed"] else "FAIL: " + "; ".join(p["problems"]))
         )
     return lines
+
+
+def server_addresses(plan: dict, servers: list[dict]) -> list[str]:
+    """Each rail's server net1 address, from the pods' k8s.v1.cni.cncf.io/network-status."""
+    addresses = []
+    for rail in plan["rails"]:
+        name = pod_name(plan, "server", rail)
+        pod = next((p for p in servers if p["metadata"]["name"] == name), None)
+        if pod is None:
+            raise ValueError(
+                f"servers: expected the server pod {name}; got "
+                f"{[p['metadata']['name'] for p in servers]}"
+            )
+        raw = (pod["metadata"].get("annotations") or {}).get(NETWORK_STATUS, "[]")
+        net1 = next((n for n in json.loads(raw) if n.get("interface") == "net1"), None)
+        if not net1 or not net1.get("ips"):
+            raise ValueError(
+                f"servers: pod {name} has no net1 address in its {NETWORK_STATUS} annotation "
+                f"({raw}): did Multus attach {rail['network_name']}?"
+            )
+        addresses.append(net1["ips"][0])
+    return addresses
+
+
+def eligible_nodes(plan: dict, nodes: list[dict]) -> tuple[list[str], dict[str, str]]:
+    """Nodes that can run a test pod: schedulable, with a GPU and every rail's resource."""
+    eligible, ineligible = [], {}
+    wanted = ["nvidia.com/gpu", *[rail["node_resource"] for rail in plan["rails"]]]
+    for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
+        name = node["metadata"]["name"]
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        missing = [
+            r
+            for r in wanted
+            if not str(allocatable.get(r, "0")).isdigit() or int(str(allocatable.get(r, "0"))) < 1
+        ]
+        if (node.get("spec") or {}).get("unschedulable"):
+            ineligible[name] = "unschedulable (cordoned)"
+        elif missing:
+            ineligible[name] = "advertises no " + ", ".join(missing)
+        else:
+            eligible.append(name)
+    return eligible, ineligible

@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpudirect.rdma.plugins.filter.verify_nodes import verify_nodes
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_pods import verify_pods
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_report import verify_report
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import NAMES, inputs
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "perftest"
+
+
+def with_address(pod: dict, address: str) -> dict:
+    """The pod as Multus leaves it: net1 and its address in the network-status annotation."""
+    status = [
+        {"name": "ovn-kubernetes", "interface": "eth0", "ips": ["10.128.2.15"]},
+        {"name": "default/x", "interface": "net1", "ips": [address]},
+    ]
+    annotations = {
+        **pod["metadata"]["annotations"],
+        "k8s.v1.cni.cncf.io/network-status": json.dumps(status),
+    }
+    return {**pod, "metadata": {**pod["metadata"], "annotations": annotations}}
 
 
 def log(name):
@@ -23,7 +39,8 @@ def test_pods_ask_for_a_gpu_the_rails_resource_and_network(inventory):
     plan = build_plan(inputs(inventory))
     servers = verify_pods(plan, role="server", node="worker-0")
     addresses = [f"10.0.{i}.1" for i in range(len(plan["rails"]))]
-    clients = verify_pods(plan, role="client", node="worker-1", server_addresses=addresses)
+    running = [with_address(pod, address) for pod, address in zip(servers, addresses, strict=True)]
+    clients = verify_pods(plan, role="client", node="worker-1", servers=running)
     assert len(servers) == len(clients) == len(plan["rails"])
     for rail, server, client in zip(plan["rails"], servers, clients, strict=True):
         for pod, node in ((server, "worker-0"), (client, "worker-1")):
@@ -53,12 +70,9 @@ def test_pod_names_per_rail_and_image_override():
         "gpudirect-rdma-verify-server-rail1",
     ]
     assert {p["spec"]["containers"][0]["image"] for p in pods} == {"mirror/tools:1"}
-    single = verify_pods(
-        build_plan(inputs("shared-device-roce")),
-        role="client",
-        node="n",
-        server_addresses=["192.168.2.10"],
-    )
+    plan = build_plan(inputs("shared-device-roce"))
+    servers = [with_address(verify_pods(plan, role="server", node="n")[0], "192.168.2.10")]
+    single = verify_pods(plan, role="client", node="n", servers=servers)
     assert single[0]["metadata"]["name"] == "gpudirect-rdma-verify-client"
 
 
@@ -134,3 +148,43 @@ def test_a_failed_client_is_reported_with_the_perftest_hint():
     (problem,) = result["pairs"][0]["problems"]
     assert problem.startswith("client: expected an ib_write_bw result row")
     assert "a wrong RoCE GID index (-x)" in problem
+
+
+def test_a_server_without_net1_stops_the_clients():
+    plan = build_plan(inputs("shared-device-roce"))
+    (server,) = verify_pods(plan, role="server", node="n")
+    with pytest.raises(
+        AnsibleFilterError, match="has no net1 address .* did Multus attach rdmashared-net"
+    ):
+        verify_pods(plan, role="client", node="m", servers=[server])
+    with pytest.raises(
+        AnsibleFilterError, match="expected the server pod gpudirect-rdma-verify-server"
+    ):
+        verify_pods(plan, role="client", node="m", servers=[])
+
+
+def test_eligible_nodes_need_a_gpu_every_rail_and_no_cordon():
+    plan = build_plan(inputs("shared-device-roce"))
+    nodes = [
+        {
+            "metadata": {"name": "b"},
+            "status": {"allocatable": {"nvidia.com/gpu": "8", "rdma/rdma_shared_device_eth": "63"}},
+        },
+        {
+            "metadata": {"name": "a"},
+            "status": {"allocatable": {"nvidia.com/gpu": "8", "rdma/rdma_shared_device_eth": "63"}},
+        },
+        {
+            "metadata": {"name": "c"},
+            "spec": {"unschedulable": True},
+            "status": {"allocatable": {"nvidia.com/gpu": "8", "rdma/rdma_shared_device_eth": "63"}},
+        },
+        {"metadata": {"name": "d"}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}},
+    ]
+    assert verify_nodes(nodes, plan=plan) == {
+        "eligible": ["a", "b"],
+        "ineligible": {
+            "c": "unschedulable (cordoned)",
+            "d": "advertises no rdma/rdma_shared_device_eth",
+        },
+    }

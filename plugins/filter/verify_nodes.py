@@ -1,0 +1,60 @@
+"""gpudirect.rdma.verify_nodes: which nodes can run the bandwidth test, and why the others cannot."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: verify_nodes
+author: gpudirect.rdma maintainers
+version_added: 0.1.0
+short_description: The nodes that can run the GPUDirect bandwidth test
+description:
+  - From Node objects (as M(kubernetes.core.k8s_info) returns them), the names of those that are
+    schedulable and advertise C(nvidia.com/gpu) and every rail's RDMA resource of the plan, sorted;
+    and, for the others, why not.
+options:
+  _input:
+    description: Node objects.
+    type: list
+    elements: dict
+    required: true
+  plan:
+    description: The plan from M(gpudirect.rdma.plan).
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Pick the nodes
+  ansible.builtin.set_fact:
+    candidates: "{{ nodes.resources | gpudirect.rdma.verify_nodes(plan=rdma.plan) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The verdict on the nodes.
+  type: dict
+  contains:
+    eligible:
+      description: Names of the nodes that can run a test pod, sorted.
+      type: list
+      elements: str
+    ineligible:
+      description: For every other node, why (cordoned, or the resources it lacks).
+      type: dict
+"""
+
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.verify import (  # noqa: E402
+    eligible_nodes,
+)
+
+
+def verify_nodes(nodes, plan):
+    args = validate(DOCUMENTATION, "gpudirect.rdma.verify_nodes", {"_input": nodes, "plan": plan})
+    eligible, ineligible = eligible_nodes(args["plan"], args["_input"])
+    return {"eligible": eligible, "ineligible": ineligible}
+
+
+class FilterModule:
+    def filters(self):
+        return {"verify_nodes": verify_nodes}
