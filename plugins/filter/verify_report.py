@@ -8,6 +8,7 @@ author: gpudirect.rdma maintainers
 version_added: 0.1.0
 short_description: Judge a GPUDirect bandwidth test run from its pods' logs
 description:
+  - Takes the test pods' logs by pod name (the names P(gpudirect.rdma.verify_pods#filter) gives).
   - Parses each pair's server and client logs with P(gpudirect.rdma.perftest_results#filter) and
     judges the pair. It passes when both logs hold a result, the client's average bandwidth
     reaches O(min_gbps), and both sides registered GPU memory the way the plan says (DMA-BUF or
@@ -15,9 +16,16 @@ description:
   - Returns the pairs with their numbers and problems, an overall verdict, and a table to print.
 options:
   _input:
-    description: One entry per rail with C(rail) (index), C(server_node), C(client_node), C(server_log), C(client_log).
-    type: list
-    elements: dict
+    description: The logs of the test pods, by pod name; a missing log counts as empty.
+    type: dict
+    required: true
+  server_node:
+    description: The node the servers ran on.
+    type: str
+    required: true
+  client_node:
+    description: The node the clients ran on.
+    type: str
     required: true
   plan:
     description: The plan from M(gpudirect.rdma.plan).
@@ -32,7 +40,9 @@ options:
 EXAMPLES = r"""
 - name: Judge the run
   ansible.builtin.set_fact:
-    verify_result: "{{ runs | gpudirect.rdma.verify_report(plan=rdma.plan, min_gbps=150) }}"
+    verify_result: >-
+      {{ logs | gpudirect.rdma.verify_report(plan=rdma.plan, server_node='worker-0',
+         client_node='worker-1', min_gbps=150) }}
 """
 
 RETURN = r"""
@@ -58,21 +68,31 @@ from ansible.errors import AnsibleFilterError  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.verify import (  # noqa: E402
     report,
+    runs_from_logs,
 )
 
 
-def verify_report(runs, plan, min_gbps):
+def verify_report(logs, plan, server_node, client_node, min_gbps):
     args = validate(
         DOCUMENTATION,
         "gpudirect.rdma.verify_report",
-        {"_input": runs, "plan": plan, "min_gbps": min_gbps},
+        {
+            "_input": logs,
+            "plan": plan,
+            "server_node": server_node,
+            "client_node": client_node,
+            "min_gbps": min_gbps,
+        },
     )
     try:
-        return report(args["plan"], args["_input"], args["min_gbps"])
+        runs = runs_from_logs(
+            args["plan"], args["_input"], args["server_node"], args["client_node"]
+        )
+        return report(args["plan"], runs, args["min_gbps"])
     except (KeyError, IndexError, TypeError) as error:
         raise AnsibleFilterError(
-            "gpudirect.rdma.verify_report: expected entries with rail, server_node, client_node, "
-            f"server_log and client_log, and the plan; {type(error).__name__}: {error}"
+            f"gpudirect.rdma.verify_report: expected the plan of gpudirect.rdma.plan and logs by "
+            f"pod name; {type(error).__name__}: {error}"
         ) from error
 
 

@@ -208,3 +208,19 @@ def eligible_nodes(plan: dict, nodes: list[dict]) -> tuple[list[str], dict[str, 
         else:
             eligible.append(name)
     return eligible, ineligible
+
+
+def runs_from_logs(
+    plan: dict, logs: dict[str, str], server_node: str, client_node: str
+) -> list[dict]:
+    """The runs report() judges, from the pods' logs by pod name (a missing log is empty)."""
+    return [
+        {
+            "rail": rail["index"],
+            "server_node": server_node,
+            "client_node": client_node,
+            "server_log": logs.get(pod_name(plan, "server", rail), ""),
+            "client_log": logs.get(pod_name(plan, "client", rail), ""),
+        }
+        for rail in plan["rails"]
+    ]

@@ -77,20 +77,21 @@ def test_pod_names_per_rail_and_image_override():
 
 
 def run(server="roce_dmabuf_server", client="roce_dmabuf_client"):
-    return [
-        {
-            "rail": 0,
-            "server_node": "worker-0",
-            "client_node": "worker-1",
-            "server_log": log(server) if server else "",
-            "client_log": log(client) if client else "",
-        }
-    ]
+    return {
+        "gpudirect-rdma-verify-server": log(server) if server else "",
+        "gpudirect-rdma-verify-client": log(client) if client else "",
+    }
+
+
+def judge(logs, plan, min_gbps):
+    return verify_report(
+        logs, plan=plan, server_node="worker-0", client_node="worker-1", min_gbps=min_gbps
+    )
 
 
 def test_a_good_run_passes_with_its_numbers():
     plan = build_plan(inputs("shared-device-roce"))
-    result = verify_report(run(), plan=plan, min_gbps=150)
+    result = judge(run(), plan=plan, min_gbps=150)
     assert result["passed"] is True
     (pair,) = result["pairs"]
     assert (
@@ -107,7 +108,7 @@ def test_a_good_run_passes_with_its_numbers():
 
 def test_below_threshold_fails_and_says_why():
     plan = build_plan(inputs("shared-device-roce"))
-    result = verify_report(run(), plan=plan, min_gbps=190)
+    result = judge(run(), plan=plan, min_gbps=190)
     assert result["passed"] is False
     assert result["pairs"][0]["problems"] == [
         "average 180.47 Gb/s is below the threshold of 190.0 Gb/s"
@@ -116,7 +117,7 @@ def test_below_threshold_fails_and_says_why():
 
 def test_host_memory_means_no_gpudirect():
     plan = build_plan(inputs("shared-device-roce"))
-    result = verify_report(run(client="roce_host_memory_mbsec_client"), plan=plan, min_gbps=10)
+    result = judge(run(client="roce_host_memory_mbsec_client"), plan=plan, min_gbps=10)
     assert result["passed"] is False
     assert (
         "client: GPU memory was not used (expected dmabuf): GPUDirect RDMA did not happen"
@@ -126,25 +127,21 @@ def test_host_memory_means_no_gpudirect():
 
 def test_peermem_registration_when_dmabuf_was_planned_fails():
     plan = build_plan(inputs("shared-device-infiniband"))
-    result = verify_report(
-        run(server="ib_peermem_client", client="ib_peermem_client"), plan=plan, min_gbps=100
-    )
+    result = judge(run(server="ib_peermem_client", client="ib_peermem_client"), plan, 100)
     problems = result["pairs"][0]["problems"]
     assert any(
         "client: GPU memory was registered by peermem (expected dmabuf)" in p for p in problems
     )
     peermem = build_plan({**inputs("shared-device-infiniband"), "gpu_memory": "peermem"})
     assert (
-        verify_report(
-            run(server="ib_peermem_client", client="ib_peermem_client"), plan=peermem, min_gbps=100
-        )["passed"]
+        judge(run(server="ib_peermem_client", client="ib_peermem_client"), peermem, 100)["passed"]
         is True
     )
 
 
 def test_a_failed_client_is_reported_with_the_perftest_hint():
     plan = build_plan(inputs("shared-device-roce"))
-    result = verify_report(run(client="failure_wrong_gid"), plan=plan, min_gbps=100)
+    result = judge(run(client="failure_wrong_gid"), plan=plan, min_gbps=100)
     (problem,) = result["pairs"][0]["problems"]
     assert problem.startswith("client: expected an ib_write_bw result row")
     assert "a wrong RoCE GID index (-x)" in problem
