@@ -1,0 +1,175 @@
+"""verify.yml end to end on the local control plane: the simulator plays Multus and the kubelet
+and serves logs shaped like real ib_write_bw runs. A passing pair, a pair below the threshold, a
+pair without GPU memory, eight rails; the pods are gone after each run. And the test pods of all
+seven example configurations are accepted by the API server as they are."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from kubernetes import dynamic
+
+from ansible_collections.gpudirect.rdma.plugins.filter.verify_pods import verify_pods
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.harness.controlplane import REPO_ROOT, api_client
+from tests.integration.test_site import TIMEOUTS, nodes_for, recap, site
+from tests.unit.inventories import NAMES, inputs
+
+VERIFY = REPO_ROOT / "playbooks" / "verify.yml"
+
+
+def verify(run_playbook, inventory, report_dir, *extra, check=True):
+    return run_playbook(
+        VERIFY,
+        "-i",
+        str(REPO_ROOT / "inventories" / inventory),
+        "-e",
+        f"@{TIMEOUTS}",
+        "-e",
+        f"gpudirect_rdma_verify_report_dir={report_dir}",
+        "-e",
+        "verify_timeout=60",
+        *extra,
+        check=check,
+    )
+
+
+def verify_pods_left(core) -> list[str]:
+    return [
+        p.metadata.name
+        for p in core.list_pod_for_all_namespaces(
+            label_selector="gpudirect.rdma/component=verify"
+        ).items
+    ]
+
+
+@pytest.fixture(scope="module")
+def shared_device_roce(run_playbook, harness):
+    nodes_for(harness, "shared-device-roce")
+    site(run_playbook, "shared-device-roce")
+
+
+def test_a_passing_pair(shared_device_roce, run_playbook, core, tmp_path):
+    result = verify(
+        run_playbook, "shared-device-roce", tmp_path, "-e", "gpudirect_rdma_verify_min_gbps=150"
+    )
+    assert recap(result.stdout)["failed"] == 0
+    report = json.loads((tmp_path / "verify-report.json").read_text())
+    assert report["passed"] is True
+    (pair,) = report["pairs"]
+    assert (pair["server_node"], pair["client_node"]) == ("worker-0", "worker-1")
+    assert (pair["bw_average_gbps"], pair["gpu_memory"], pair["link_type"], pair["gid_index"]) == (
+        180.47,
+        "dmabuf",
+        "Ethernet",
+        3,
+    )
+    assert "every pair reached 150 Gb/s with GPU memory (dmabuf)" in result.stdout
+    assert verify_pods_left(core) == []
+
+
+def test_a_pair_below_the_threshold_fails_and_the_report_says_why(
+    shared_device_roce, run_playbook, core, knobs, tmp_path
+):
+    knobs({"perftest": {"bw_gbps": 42.5}})
+    result = verify(
+        run_playbook,
+        "shared-device-roce",
+        tmp_path,
+        "-e",
+        "gpudirect_rdma_verify_min_gbps=100",
+        check=False,
+    )
+    assert result.returncode != 0
+    output = " ".join(result.stdout.split())
+    assert (
+        "GPUDirect RDMA verification failed: rail 0 (worker-0 -> worker-1): "
+        "average 42.5 Gb/s is below the threshold of 100.0 Gb/s" in output
+    )
+    report = json.loads((tmp_path / "verify-report.json").read_text())
+    assert report["passed"] is False
+    assert report["pairs"][0]["problems"] == [
+        "average 42.5 Gb/s is below the threshold of 100.0 Gb/s"
+    ]
+    assert verify_pods_left(core) == []
+
+
+def test_a_pair_without_gpu_memory_fails(shared_device_roce, run_playbook, core, knobs, tmp_path):
+    knobs({"perftest": {"gpu_memory": "none"}})
+    result = verify(run_playbook, "shared-device-roce", tmp_path, check=False)
+    assert result.returncode != 0
+    output = " ".join(result.stdout.split())
+    assert (
+        "client: GPU memory was not used (expected dmabuf): GPUDirect RDMA did not happen" in output
+    )
+    assert (
+        json.loads((tmp_path / "verify-report.json").read_text())["pairs"][0]["bw_average_gbps"]
+        == 180.47
+    )
+    assert verify_pods_left(core) == []
+
+
+def test_a_client_that_cannot_connect_fails_with_perftests_hint(
+    shared_device_roce, run_playbook, core, knobs, tmp_path
+):
+    knobs({"perftest": {"failure": "connection_refused"}})
+    result = verify(run_playbook, "shared-device-roce", tmp_path, check=False)
+    assert result.returncode != 0
+    assert "the client could not reach the server" in " ".join(result.stdout.split())
+    assert verify_pods_left(core) == []
+
+
+def test_eight_rails_eight_pairs(run_playbook, harness, core, tmp_path):
+    nodes_for(harness, "multi-rail-hgx")
+    site(run_playbook, "multi-rail-hgx")
+    result = verify(run_playbook, "multi-rail-hgx", tmp_path)
+    assert recap(result.stdout)["failed"] == 0
+    report = json.loads((tmp_path / "verify-report.json").read_text())
+    assert [p["resource"] for p in report["pairs"]] == [
+        f"rdma/rdma_shared_device_eth_rail{i}" for i in range(8)
+    ]
+    assert [p["network"] for p in report["pairs"]] == [f"rdmashared-net-rail{i}" for i in range(8)]
+    assert all(p["passed"] for p in report["pairs"])
+    assert verify_pods_left(core) == []
+
+
+def test_too_few_nodes_is_a_clear_error(run_playbook, harness, tmp_path):
+    nodes_for(harness, "shared-device-roce")
+    result = verify(
+        run_playbook,
+        "shared-device-roce",
+        tmp_path,
+        "-e",
+        '{"gpudirect_rdma_verify_nodes": ["worker-0", "worker-0"]}',
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "the bandwidth test needs two different schedulable nodes" in " ".join(
+        result.stdout.split()
+    )
+
+
+@pytest.mark.parametrize("inventory", NAMES)
+def test_the_test_pods_of_every_configuration_are_accepted(inventory, control_plane):
+    plan = build_plan(inputs(inventory))
+    servers = verify_pods(plan, role="server", node="worker-0")
+    for index, pod in enumerate(servers):
+        pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/network-status"] = json.dumps(
+            [{"interface": "net1", "ips": [f"10.0.{index}.1"]}]
+        )
+    clients = verify_pods(plan, role="client", node="worker-1", servers=servers)
+    pods = dynamic.DynamicClient(api_client(control_plane.harness_kubeconfig)).resources.get(
+        api_version="v1", kind="Pod"
+    )
+    for pod in servers + clients:
+        stored = pods.create(
+            body=pod,
+            namespace=pod["metadata"]["namespace"],
+            dry_run="All",
+            field_validation="Strict",
+        ).to_dict()
+        container = stored["spec"]["containers"][0]
+        assert container["resources"] == pod["spec"]["containers"][0]["resources"]
+        assert container["command"] == pod["spec"]["containers"][0]["command"]
+        assert stored["spec"]["nodeName"] == pod["spec"]["nodeName"]
