@@ -93,3 +93,18 @@ def test_empty_output_and_wrong_type():
         perftest_results("")
     with pytest.raises(AnsibleFilterError, match="_input"):
         perftest_results({"log": "x"})
+
+
+def test_infiniband_dmabuf_server():
+    result = perftest_results(output("ib_dmabuf_server"))
+    assert (result["side"], result["link_type"], result["device"], result["gid_index"]) == (
+        "server",
+        "IB",
+        "mlx5_1",
+        None,
+    )
+    assert (result["gpu_memory"], result["bw_average_gbps"], result["msg_rate_mpps"]) == (
+        "dmabuf",
+        369.1,
+        0.70402,
+    )
