@@ -85,6 +85,15 @@ class DelayGate:
         return time.monotonic() - first >= delay
 
 
+def create_if_absent(create, *args) -> None:
+    """Create an object as the simulated component would; one that already exists stays."""
+    try:
+        create(*args)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+
+
 def read_knobs(core: client.CoreV1Api) -> dict:
     try:
         config_map = core.read_namespaced_config_map(KNOBS_CONFIGMAP, KNOBS_NAMESPACE)
@@ -98,11 +107,7 @@ def read_knobs(core: client.CoreV1Api) -> dict:
 def write_knobs(api_client: client.ApiClient, knobs: dict) -> None:
     """Set the knobs the running simulator reads on its next tick (used by tests)."""
     core = client.CoreV1Api(api_client)
-    try:
-        core.create_namespace({"metadata": {"name": KNOBS_NAMESPACE}})
-    except ApiException as error:
-        if error.status != 409:
-            raise
+    create_if_absent(core.create_namespace, {"metadata": {"name": KNOBS_NAMESPACE}})
     body = {
         "metadata": {"name": KNOBS_CONFIGMAP, "namespace": KNOBS_NAMESPACE},
         "data": {KNOBS_KEY: yaml.safe_dump(knobs)},

@@ -23,7 +23,7 @@ import string
 from kubernetes.client.rest import ApiException
 
 from tests.simulator.catalog import CATALOG_PACKAGES, MARKETPLACE_NAMESPACE, Catalog
-from tests.simulator.core import DelayGate, World, now
+from tests.simulator.core import DelayGate, World, create_if_absent, now
 
 GROUP = "operators.coreos.com"
 V1ALPHA1 = "v1alpha1"
@@ -74,11 +74,7 @@ class Marketplace:
         self._ensured = False
 
     def _ensure_default_sources(self, world: World) -> None:
-        try:
-            world.core.create_namespace({"metadata": {"name": MARKETPLACE_NAMESPACE}})
-        except ApiException as error:
-            if error.status != 409:
-                raise
+        create_if_absent(world.core.create_namespace, {"metadata": {"name": MARKETPLACE_NAMESPACE}})
         for name in CATALOG_PACKAGES:
             body = {
                 "apiVersion": f"{GROUP}/{V1ALPHA1}",
@@ -90,13 +86,14 @@ class Marketplace:
                     "publisher": "Red Hat",
                 },
             }
-            try:
-                world.custom.create_namespaced_custom_object(
-                    GROUP, V1ALPHA1, MARKETPLACE_NAMESPACE, "catalogsources", body
-                )
-            except ApiException as error:
-                if error.status != 409:
-                    raise
+            create_if_absent(
+                world.custom.create_namespaced_custom_object,
+                GROUP,
+                V1ALPHA1,
+                MARKETPLACE_NAMESPACE,
+                "catalogsources",
+                body,
+            )
         self._ensured = True
 
     def reconcile(self, world: World) -> None:

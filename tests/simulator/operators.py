@@ -25,7 +25,7 @@ import json
 
 from kubernetes.client.rest import ApiException
 
-from tests.simulator.core import DelayGate, World, now
+from tests.simulator.core import DelayGate, World, create_if_absent, now
 from tests.simulator.nodes import HARDWARE_ANNOTATION, NFD_GPU_NIC_LABELS, node_status
 
 SOURCE_ANNOTATION = "simulator.gpudirect.rdma/source"
@@ -358,28 +358,23 @@ class MachineConfigOperator:
 
     def _ensure_pools(self, world: World) -> None:
         for role in self.ROLES:
-            try:
-                world.custom.create_cluster_custom_object(
-                    "machineconfiguration.openshift.io",
-                    "v1",
-                    "machineconfigpools",
-                    {
-                        "apiVersion": "machineconfiguration.openshift.io/v1",
-                        "kind": "MachineConfigPool",
-                        "metadata": {"name": role},
-                        "spec": {
-                            "machineConfigSelector": {
-                                "matchLabels": {"machineconfiguration.openshift.io/role": role}
-                            },
-                            "nodeSelector": {
-                                "matchLabels": {f"node-role.kubernetes.io/{role}": ""}
-                            },
+            create_if_absent(
+                world.custom.create_cluster_custom_object,
+                "machineconfiguration.openshift.io",
+                "v1",
+                "machineconfigpools",
+                {
+                    "apiVersion": "machineconfiguration.openshift.io/v1",
+                    "kind": "MachineConfigPool",
+                    "metadata": {"name": role},
+                    "spec": {
+                        "machineConfigSelector": {
+                            "matchLabels": {"machineconfiguration.openshift.io/role": role}
                         },
+                        "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{role}": ""}},
                     },
-                )
-            except ApiException as error:
-                if error.status != 409:
-                    raise
+                },
+            )
         self._ensured = True
 
     def reconcile(self, world: World) -> None:
