@@ -85,6 +85,17 @@ class DelayGate:
         return time.monotonic() - first >= delay
 
 
+def replace_status(world: World, group: str, version: str, plural: str, obj: dict) -> dict:
+    """Write obj's status (the status subresource), namespaced or cluster-scoped as obj is."""
+    namespace = obj["metadata"].get("namespace")
+    name = obj["metadata"]["name"]
+    if namespace:
+        return world.custom.replace_namespaced_custom_object_status(
+            group, version, namespace, plural, name, obj
+        )
+    return world.custom.replace_cluster_custom_object_status(group, version, plural, name, obj)
+
+
 def create_if_absent(create, *args) -> None:
     """Create an object as the simulated component would; one that already exists stays."""
     try:

@@ -23,7 +23,7 @@ import string
 from kubernetes.client.rest import ApiException
 
 from tests.simulator.catalog import CATALOG_PACKAGES, MARKETPLACE_NAMESPACE, Catalog
-from tests.simulator.core import DelayGate, World, create_if_absent, now
+from tests.simulator.core import DelayGate, World, create_if_absent, now, replace_status
 
 GROUP = "operators.coreos.com"
 V1ALPHA1 = "v1alpha1"
@@ -113,14 +113,7 @@ class Marketplace:
                     "address": "{name}.{namespace}.svc:50051".format(**source["metadata"]),
                 }
             }
-            world.custom.replace_namespaced_custom_object_status(
-                GROUP,
-                V1ALPHA1,
-                source["metadata"]["namespace"],
-                "catalogsources",
-                source["metadata"]["name"],
-                source,
-            )
+            replace_status(world, GROUP, V1ALPHA1, "catalogsources", source)
 
 
 class SubscriptionController:
@@ -142,14 +135,7 @@ class SubscriptionController:
         if {k: v for k, v in current.items() if k != "lastUpdated"} == status:
             return
         sub["status"] = {**status, "lastUpdated": now()}
-        world.custom.replace_namespaced_custom_object_status(
-            GROUP,
-            V1ALPHA1,
-            sub["metadata"]["namespace"],
-            "subscriptions",
-            sub["metadata"]["name"],
-            sub,
-        )
+        replace_status(world, GROUP, V1ALPHA1, "subscriptions", sub)
 
     def reconcile(self, world: World) -> None:
         subs = world.custom.list_cluster_custom_object(GROUP, V1ALPHA1, "subscriptions")
@@ -263,9 +249,7 @@ class SubscriptionController:
                 }
             ],
         }
-        world.custom.replace_namespaced_custom_object_status(
-            GROUP, V1ALPHA1, namespace, "installplans", plan["metadata"]["name"], plan
-        )
+        replace_status(world, GROUP, V1ALPHA1, "installplans", plan)
         self._set_status(
             world,
             sub,
@@ -379,9 +363,7 @@ class InstallPlanController:
                 "phase": "Complete",
                 "startTime": status.get("startTime", now()),
             }
-            world.custom.replace_namespaced_custom_object_status(
-                GROUP, V1ALPHA1, namespace, "installplans", plan["metadata"]["name"], plan
-            )
+            replace_status(world, GROUP, V1ALPHA1, "installplans", plan)
 
 
 def _install_mode(operator_group: dict, namespace: str) -> str:
@@ -484,14 +466,7 @@ class ClusterServiceVersionController:
             "lastUpdateTime": stamp,
             "conditions": history,
         }
-        world.custom.replace_namespaced_custom_object_status(
-            GROUP,
-            V1ALPHA1,
-            csv["metadata"]["namespace"],
-            "clusterserviceversions",
-            csv["metadata"]["name"],
-            csv,
-        )
+        replace_status(world, GROUP, V1ALPHA1, "clusterserviceversions", csv)
 
 
 class OperatorGroupController:
@@ -504,14 +479,7 @@ class OperatorGroupController:
             if (group.get("status") or {}).get("namespaces") == targets:
                 continue
             group["status"] = {"namespaces": targets, "lastUpdated": now()}
-            world.custom.replace_namespaced_custom_object_status(
-                GROUP,
-                "v1",
-                group["metadata"]["namespace"],
-                "operatorgroups",
-                group["metadata"]["name"],
-                group,
-            )
+            replace_status(world, GROUP, "v1", "operatorgroups", group)
 
 
 def controllers(catalog: Catalog) -> list:

@@ -25,7 +25,7 @@ import json
 
 from kubernetes.client.rest import ApiException
 
-from tests.simulator.core import DelayGate, World, create_if_absent, now
+from tests.simulator.core import DelayGate, World, create_if_absent, now, replace_status
 from tests.simulator.nodes import HARDWARE_ANNOTATION, NFD_GPU_NIC_LABELS, node_status
 
 SOURCE_ANNOTATION = "simulator.gpudirect.rdma/source"
@@ -45,17 +45,8 @@ def fake_nodes(world: World) -> list[dict]:
 def _set_status(
     world: World, group: str, version: str, plural: str, obj: dict, status: dict
 ) -> None:
-    if obj.get("status") == status:
-        return
-    obj = {**obj, "status": status}
-    namespace = obj["metadata"].get("namespace")
-    name = obj["metadata"]["name"]
-    if namespace:
-        world.custom.replace_namespaced_custom_object_status(
-            group, version, namespace, plural, name, obj
-        )
-    else:
-        world.custom.replace_cluster_custom_object_status(group, version, plural, name, obj)
+    if obj.get("status") != status:
+        replace_status(world, group, version, plural, {**obj, "status": status})
 
 
 def _list(world: World, group: str, version: str, plural: str) -> list[dict]:

@@ -193,6 +193,29 @@ def perftest_output(
     return "\n".join(lines) + "\n"
 
 
+def _pod_status(pod: dict, phase: str, state: dict, stamp: str, **extra) -> dict:
+    """The status patch of a pod with one container in state (running or terminated)."""
+    running = phase == "Running"
+    container = pod["spec"]["containers"][0]
+    return {
+        "status": {
+            "phase": phase,
+            **extra,
+            "conditions": [{"type": "Ready", "status": str(running), "lastTransitionTime": stamp}],
+            "containerStatuses": [
+                {
+                    "name": container["name"],
+                    "ready": running,
+                    "restartCount": 0,
+                    "image": container["image"],
+                    "imageID": "",
+                    "state": state,
+                }
+            ],
+        }
+    }
+
+
 class Pods:
     name = "pods"
 
@@ -296,31 +319,18 @@ class Pods:
                 {"metadata": {"annotations": {NETWORK_STATUS: json.dumps(status)}}},
             )
         stamp = now()
-        container = pod["spec"]["containers"][0]["name"]
         world.core.patch_namespaced_pod_status(
             metadata["name"],
             metadata["namespace"],
-            {
-                "status": {
-                    "phase": "Running",
-                    "podIP": "10.128.2.15",
-                    "hostIP": "127.0.0.1",
-                    "startTime": stamp,
-                    "conditions": [
-                        {"type": "Ready", "status": "True", "lastTransitionTime": stamp}
-                    ],
-                    "containerStatuses": [
-                        {
-                            "name": container,
-                            "ready": True,
-                            "restartCount": 0,
-                            "image": pod["spec"]["containers"][0]["image"],
-                            "imageID": "",
-                            "state": {"running": {"startedAt": stamp}},
-                        }
-                    ],
-                }
-            },
+            _pod_status(
+                pod,
+                "Running",
+                {"running": {"startedAt": stamp}},
+                stamp,
+                podIP="10.128.2.15",
+                hostIP="127.0.0.1",
+                startTime=stamp,
+            ),
         )
 
     def _finish(self, world: World, pod: dict, node: dict, env: dict) -> None:
@@ -359,29 +369,17 @@ class Pods:
         world.core.patch_namespaced_pod_status(
             metadata["name"],
             metadata["namespace"],
-            {
-                "status": {
-                    "phase": "Succeeded" if succeeded else "Failed",
-                    "conditions": [
-                        {"type": "Ready", "status": "False", "lastTransitionTime": stamp}
-                    ],
-                    "containerStatuses": [
-                        {
-                            "name": container,
-                            "ready": False,
-                            "restartCount": 0,
-                            "image": pod["spec"]["containers"][0]["image"],
-                            "imageID": "",
-                            "state": {
-                                "terminated": {
-                                    "exitCode": 0 if succeeded else 1,
-                                    "reason": "Completed" if succeeded else "Error",
-                                    "startedAt": stamp,
-                                    "finishedAt": stamp,
-                                }
-                            },
-                        }
-                    ],
-                }
-            },
+            _pod_status(
+                pod,
+                "Succeeded" if succeeded else "Failed",
+                {
+                    "terminated": {
+                        "exitCode": 0 if succeeded else 1,
+                        "reason": "Completed" if succeeded else "Error",
+                        "startedAt": stamp,
+                        "finishedAt": stamp,
+                    }
+                },
+                stamp,
+            ),
         )
