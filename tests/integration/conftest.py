@@ -80,10 +80,12 @@ def audit(control_plane) -> AuditLog:
 def run_playbook(control_plane):
     """Run ansible-playbook as a user would, with the admin kubeconfig."""
 
-    def run(playbook: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    def run(
+        playbook: Path, *args: str, check: bool = True, kubeconfig: Path | None = None
+    ) -> subprocess.CompletedProcess:
         env = {
             **os.environ,
-            "K8S_AUTH_KUBECONFIG": str(control_plane.kubeconfig),
+            "K8S_AUTH_KUBECONFIG": str(kubeconfig or control_plane.kubeconfig),
             "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
             "ANSIBLE_FORCE_COLOR": "0",
         }

@@ -6,12 +6,8 @@ work alone from three-line playbooks."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -154,26 +150,18 @@ def empty_cluster(tmp_path_factory):
         yield plane
 
 
-def test_check_mode_on_an_empty_cluster_writes_nothing_and_says_what_it_would_do(empty_cluster):
+def test_check_mode_on_an_empty_cluster_writes_nothing_and_says_what_it_would_do(
+    empty_cluster, run_playbook
+):
     audit = AuditLog(empty_cluster.audit_log).mark()
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            str(SITE),
-            "--check",
-            "--diff",
-            "-i",
-            str(REPO_ROOT / "inventories" / "sriov-legacy-infiniband"),
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
+    result = run_playbook(
+        SITE,
+        "--check",
+        "--diff",
+        "-i",
+        str(REPO_ROOT / "inventories" / "sriov-legacy-infiniband"),
         check=False,
-        env={
-            **os.environ,
-            "K8S_AUTH_KUBECONFIG": str(empty_cluster.kubeconfig),
-            "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-        },
+        kubeconfig=empty_cluster.kubeconfig,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert recap(result.stdout)["changed"] >= 7  # four operators, MachineConfigs, operands, method
