@@ -1,0 +1,39 @@
+"""Every kind of object the collection creates, in the order uninstall removes them.
+
+One list for everyone who needs to find the collection's objects by their labels: uninstall,
+diagnostics and preflight. Each kind carries the component labels its objects have.
+"""
+
+from __future__ import annotations
+
+METHOD_COMPONENTS = ("shared-device", "host-device", "sriov-legacy")
+
+# (apiVersion, kind, stage). Stages go in this order on uninstall; within a stage, kinds are
+# deleted together and waited for together.
+MANAGED_KINDS = (
+    ("v1", "Pod", "verification"),
+    ("mellanox.com/v1alpha1", "MacvlanNetwork", "networks"),
+    ("mellanox.com/v1alpha1", "IPoIBNetwork", "networks"),
+    ("mellanox.com/v1alpha1", "HostDeviceNetwork", "networks"),
+    ("sriovnetwork.openshift.io/v1", "SriovNetwork", "networks"),
+    ("sriovnetwork.openshift.io/v1", "SriovIBNetwork", "networks"),
+    ("nv-ipam.nvidia.com/v1alpha1", "IPPool", "networks"),
+    ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy", "policies"),
+    ("nvidia.com/v1", "ClusterPolicy", "operands"),
+    ("mellanox.com/v1alpha1", "NicClusterPolicy", "operands"),
+    ("sriovnetwork.openshift.io/v1", "SriovOperatorConfig", "operands"),
+    ("nfd.openshift.io/v1", "NodeFeatureDiscovery", "operands"),
+    ("operators.coreos.com/v1alpha1", "Subscription", "operators"),
+    ("operators.coreos.com/v1", "OperatorGroup", "operators"),
+    ("machineconfiguration.openshift.io/v1", "MachineConfig", "machine-configs"),
+    ("v1", "Namespace", "namespaces"),
+)
+
+
+def kinds(stage: str | None = None) -> list[dict]:
+    """The managed kinds (of one stage), as apiVersion/kind dicts."""
+    return [
+        {"apiVersion": api_version, "kind": kind}
+        for api_version, kind, kind_stage in MANAGED_KINDS
+        if stage is None or kind_stage == stage
+    ]
