@@ -5,7 +5,7 @@ See README.md beside this file for exactly what it simulates.
 
 from __future__ import annotations
 
-from tests.simulator import olm, operators, pods
+from tests.simulator import olm, openshift, operators, pods
 from tests.simulator.catalog import load_catalog
 from tests.simulator.core import DelayGate, Simulator
 
@@ -14,6 +14,11 @@ def build_simulator(api_client, interval: float = 0.2) -> Simulator:
     """The simulator with every controller it plays, over the real reference catalog."""
     return Simulator(
         api_client,
-        [*olm.controllers(load_catalog()), *operators.controllers(), pods.Pods(DelayGate())],
+        [
+            openshift.ClusterVersionOperator(),
+            *olm.controllers(load_catalog()),
+            *operators.controllers(),
+            pods.Pods(DelayGate()),
+        ],
         interval=interval,
     )

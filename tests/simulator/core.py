@@ -34,6 +34,10 @@ DEFAULT_KNOBS: dict = {
         # Packages whose ClusterServiceVersion ends in phase Failed.
         "failing_packages": [],
     },
+    # What the cluster-version operator reports: the OpenShift release (None: no ClusterVersion,
+    # as on a cluster that is not OpenShift) and the Infrastructure topology (SingleReplica for
+    # single-node OpenShift).
+    "openshift": {"version": "4.20.8", "topology": "HighlyAvailable"},
     # NicClusterPolicy status.state stays notReady.
     "network_operator": {"never_ready": False},
     # ClusterPolicy status.state stays notReady.

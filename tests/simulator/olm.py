@@ -317,6 +317,20 @@ class SubscriptionController:
             )
 
 
+def _operator_group_annotations(world: World, namespace: str) -> dict:
+    """OLM marks each CSV with the OperatorGroup it was installed under."""
+    groups = world.custom.list_namespaced_custom_object(GROUP, "v1", namespace, "operatorgroups")
+    if len(groups["items"]) != 1:
+        return {}
+    group = groups["items"][0]
+    targets = (group.get("spec") or {}).get("targetNamespaces") or []
+    return {
+        "olm.operatorGroup": group["metadata"]["name"],
+        "olm.operatorNamespace": namespace,
+        "olm.targetNamespaces": ",".join(targets),
+    }
+
+
 class InstallPlanController:
     name = "olm-installplans"
 
@@ -345,7 +359,10 @@ class InstallPlanController:
                 csv["metadata"] = {
                     "name": metadata["name"],
                     "namespace": namespace,
-                    "annotations": dict(metadata.get("annotations") or {}),
+                    "annotations": {
+                        **(metadata.get("annotations") or {}),
+                        **_operator_group_annotations(world, namespace),
+                    },
                     "labels": {
                         **(metadata.get("labels") or {}),
                         _package_label(bundle.package, namespace): "",

@@ -1,0 +1,96 @@
+"""OpenShift's own configuration API, as the cluster-version and config operators keep it.
+
+- ClusterVersion `version`: status.desired.version and a Completed history entry for the release
+  in the knob `openshift.version`; with the knob set to None there is no ClusterVersion, as on a
+  Kubernetes cluster that is not OpenShift.
+- Infrastructure `cluster`: status.controlPlaneTopology and infrastructureTopology from the knob
+  `openshift.topology` (SingleReplica for single-node OpenShift).
+
+The kinds are served from CRDs the harness loads (tests/harness/crds/); when they are not
+served, this controller does nothing.
+"""
+
+from __future__ import annotations
+
+from kubernetes.client.rest import ApiException
+
+from tests.simulator.core import World, create_if_absent, now, replace_status
+
+GROUP, VERSION = "config.openshift.io", "v1"
+
+
+def _get(world: World, plural: str, name: str) -> dict | None:
+    try:
+        return world.custom.get_cluster_custom_object(GROUP, VERSION, plural, name)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+class ClusterVersionOperator:
+    name = "cluster-version-operator"
+
+    def reconcile(self, world: World) -> None:
+        knobs = world.knobs.get("openshift") or {}
+        self._cluster_version(world, knobs.get("version"))
+        self._infrastructure(world, knobs.get("topology") or "HighlyAvailable")
+
+    def _ensure(self, world: World, plural: str, kind: str, name: str, spec: dict) -> dict | None:
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": kind,
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+        try:
+            create_if_absent(
+                world.custom.create_cluster_custom_object, GROUP, VERSION, plural, body
+            )
+        except ApiException as error:
+            if error.status == 404:  # the kind is not served
+                return None
+            raise
+        return _get(world, plural, name)
+
+    def _cluster_version(self, world: World, version: str | None) -> None:
+        if version is None:
+            try:
+                world.custom.delete_cluster_custom_object(
+                    GROUP, VERSION, "clusterversions", "version"
+                )
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+            return
+        live = self._ensure(
+            world, "clusterversions", "ClusterVersion", "version", {"channel": "stable-4.20"}
+        )
+        if live is None or ((live.get("status") or {}).get("desired") or {}).get("version") == str(
+            version
+        ):
+            return
+        stamp = now()
+        live["status"] = {
+            "desired": {"version": str(version)},
+            "history": [
+                {
+                    "version": str(version),
+                    "state": "Completed",
+                    "startedTime": stamp,
+                    "completionTime": stamp,
+                    "verified": False,
+                }
+            ],
+            "observedGeneration": live["metadata"].get("generation", 1),
+        }
+        replace_status(world, GROUP, VERSION, "clusterversions", live)
+
+    def _infrastructure(self, world: World, topology: str) -> None:
+        live = self._ensure(world, "infrastructures", "Infrastructure", "cluster", {})
+        if live is None:
+            return
+        status = {"controlPlaneTopology": topology, "infrastructureTopology": topology}
+        if {k: (live.get("status") or {}).get(k) for k in status} != status:
+            live["status"] = {**(live.get("status") or {}), **status}
+            replace_status(world, GROUP, VERSION, "infrastructures", live)
