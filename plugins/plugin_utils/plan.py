@@ -148,6 +148,8 @@ _MAC_6 = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 _MAC_20 = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){19}$")
 _REGISTRY = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9._-]+)*$")
 _OPENSHIFT_VERSION = re.compile(r"^4\.[0-9]{1,2}$")
+# The OpenShift releases whose documentation (the GPUDirect RDMA chapter) this collection follows.
+SUPPORTED_OPENSHIFT = ("4.17", "4.22")
 
 
 class PlanError(ValueError):
@@ -601,6 +603,29 @@ def unknown_variables(names) -> list[tuple[str, str]]:
     return found
 
 
+def _release_range(versions: str) -> tuple[str, str]:
+    low, _, high = versions.partition("-")
+    return low.lstrip("v"), (high or low).lstrip("v")
+
+
+def _openshift_support(inputs: Mapping) -> list[dict]:
+    """Which OpenShift minor versions the collection and the chosen operator releases support."""
+    network = inputs["network_operator_release"]
+    gpu = inputs["gpu_operator_release"]
+    ranges = [
+        ("gpudirect.rdma", SUPPORTED_OPENSHIFT),
+        (
+            f"NVIDIA Network Operator {network}",
+            _release_range(NETWORK_OPERATOR_RELEASES[network]["openshift_versions"]),
+        ),
+        (
+            f"NVIDIA GPU Operator {gpu}",
+            _release_range(GPU_OPERATOR_RELEASES[gpu]["openshift_versions"]),
+        ),
+    ]
+    return [{"component": name, "minimum": low, "maximum": high} for name, (low, high) in ranges]
+
+
 # -- the plan ----------------------------------------------------------------------------------
 def build_plan(given: Mapping) -> dict:
     """Validate the inputs (short names) and return the normalised plan (a new dict)."""
@@ -720,6 +745,7 @@ def build_plan(given: Mapping) -> dict:
         "images": _images(inputs),
         "image_pull_secrets": secrets,
         "openshift_version": openshift_version,
+        "openshift_support": _openshift_support(inputs),
         "nfd": {
             # An explicit image wins; else the installed CSV's; else the OpenShift release's.
             "operand_image": nfd_image,

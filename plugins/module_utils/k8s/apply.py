@@ -20,6 +20,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gpudirect.rdma"
+COMPONENT_LABEL = "gpudirect.rdma/component"
 # Kinds whose existing, foreign instances are simply adopted (labels added, nothing removed).
 ADOPTED_KINDS = ("Namespace",)
 _VOLATILE_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")

@@ -51,6 +51,10 @@ class Cluster:
         self.dynamic = get_api_client(**auth).client
         self._resources: dict = {}
 
+    @property
+    def server(self) -> str:
+        return self.dynamic.configuration.host
+
     def resource(self, api_version: str, kind: str):
         key = (api_version, kind)
         if key not in self._resources:

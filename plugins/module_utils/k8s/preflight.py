@@ -1,0 +1,661 @@
+"""Preflight: can this cluster take the planned configuration? Read-only.
+
+`gather` reads what the checks need from the cluster (a few lists and gets, never a write);
+`evaluate` is pure: the plan, the objects that will be applied and the gathered facts in, a list
+of findings out. A finding has a check name, a severity and a message:
+
+- error:   the configuration would fail or harm the cluster; nothing is written.
+- warning: it can go on, but the user should know (and may want to stop).
+- ok:      the check passed.
+- skipped: the check cannot run yet (say, NFD has not labelled the nodes); it says when it will.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+    ADOPTED_KINDS,
+    COMPONENT_LABEL,
+    identity,
+    owned_by_collection,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import METHOD_COMPONENTS
+
+SEVERITIES = ("error", "warning", "ok", "skipped")
+NIC_LABEL = "feature.node.kubernetes.io/pci-15b3.present"
+GPU_LABEL = "feature.node.kubernetes.io/pci-10de.present"
+INTEL_NIC_LABEL = "feature.node.kubernetes.io/pci-8086.present"
+NFD_LABEL_PREFIX = "feature.node.kubernetes.io/"
+MAX_VFS_INFINIBAND = 16
+
+# Kinds whose objects tie a configuration to an interface: another one on the same PF conflicts.
+METHOD_KINDS = (
+    ("mellanox.com/v1alpha1", "MacvlanNetwork"),
+    ("mellanox.com/v1alpha1", "IPoIBNetwork"),
+    ("mellanox.com/v1alpha1", "HostDeviceNetwork"),
+    ("nv-ipam.nvidia.com/v1alpha1", "IPPool"),
+    ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy"),
+    ("sriovnetwork.openshift.io/v1", "SriovNetwork"),
+    ("sriovnetwork.openshift.io/v1", "SriovIBNetwork"),
+)
+
+
+def finding(check: str, severity: str, message: str) -> dict:
+    return {"check": check, "severity": severity, "message": message}
+
+
+@dataclass
+class Facts:
+    """What gather read; None where the API does not serve the kind (or nothing was read)."""
+
+    api_error: str | None = None
+    server: str = ""
+    cluster_version: str | None = None
+    openshift: bool = False
+    topology: str | None = None
+    olm: bool = False
+    catalogs: dict = field(default_factory=dict)  # "ns/name" -> READY state, None if absent
+    nodes: list = field(default_factory=list)  # {"name", "labels"}
+    nfd_instances: int = 0
+    node_states: dict | None = None  # node -> [{"name", "linkType", "totalvfs"}]
+    nic_devices: dict | None = None  # node -> [interface names]
+    live: dict = field(default_factory=dict)  # identity of a planned object -> live or None
+    method_objects: list = field(default_factory=list)
+    cluster_policies: list = field(default_factory=list)
+    pool_configs: list = field(default_factory=list)
+    machine_config_pool: dict | None = None
+
+
+# -- gather (reads only) -----------------------------------------------------------------------
+def _maybe_list(cluster, api_version: str, kind: str, namespace=None) -> list | None:
+    try:
+        return cluster.list(api_version, kind, namespace)
+    except NotServed:
+        return None
+
+
+def _maybe_get(cluster, api_version: str, kind: str, name: str, namespace=None) -> dict | None:
+    try:
+        return cluster.get(api_version, kind, name, namespace)
+    except NotServed:
+        return None
+
+
+def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
+    """Read what evaluate needs (the caller turns an unreachable API server into api_error)."""
+    facts = Facts(server=cluster.server)
+
+    version = _maybe_get(cluster, "config.openshift.io/v1", "ClusterVersion", "version")
+    facts.openshift = version is not None
+    if version is not None:
+        facts.cluster_version = ((version.get("status") or {}).get("desired") or {}).get("version")
+    infrastructure = _maybe_get(cluster, "config.openshift.io/v1", "Infrastructure", "cluster")
+    if infrastructure is not None:
+        facts.topology = (infrastructure.get("status") or {}).get("controlPlaneTopology")
+
+    facts.olm = _maybe_list(cluster, "operators.coreos.com/v1alpha1", "CatalogSource") is not None
+    if facts.olm:
+        for sub in (o for o in objects if o["kind"] == "Subscription"):
+            spec = sub["spec"]
+            source = cluster.get(
+                "operators.coreos.com/v1alpha1",
+                "CatalogSource",
+                spec["source"],
+                spec["sourceNamespace"],
+            )
+            state = None
+            if source is not None:
+                state = ((source.get("status") or {}).get("connectionState") or {}).get(
+                    "lastObservedState"
+                ) or "unknown"
+            facts.catalogs[f"{spec['sourceNamespace']}/{spec['source']}"] = state
+
+    facts.nodes = [
+        {"name": n["metadata"]["name"], "labels": n["metadata"].get("labels") or {}}
+        for n in cluster.list("v1", "Node")
+    ]
+    facts.nfd_instances = len(
+        _maybe_list(cluster, "nfd.openshift.io/v1", "NodeFeatureDiscovery") or []
+    )
+    states = _maybe_list(cluster, "sriovnetwork.openshift.io/v1", "SriovNetworkNodeState")
+    if states:
+        facts.node_states = {
+            s["metadata"]["name"]: [
+                {
+                    "name": i.get("name"),
+                    "linkType": i.get("linkType"),
+                    "totalvfs": i.get("totalvfs"),
+                }
+                for i in (s.get("status") or {}).get("interfaces") or []
+            ]
+            for s in states
+            if (s.get("status") or {}).get("interfaces")
+        } or None
+    devices = _maybe_list(cluster, facts, "configuration.net.nvidia.com/v1alpha1", "NicDevice")
+    if devices:
+        facts.nic_devices = {}
+        for device in devices:
+            node = (device.get("status") or {}).get("node")
+            ports = (device.get("status") or {}).get("ports") or []
+            names = [p["networkInterface"] for p in ports if p.get("networkInterface")]
+            facts.nic_devices.setdefault(node, []).extend(names)
+
+    for obj in objects:
+        metadata = obj["metadata"]
+        facts.live[identity(obj)] = _maybe_get(
+            cluster, obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace")
+        )
+    for api_version, kind in METHOD_KINDS:
+        for item in _maybe_list(cluster, api_version, kind) or []:
+            facts.method_objects.append({**item, "apiVersion": api_version, "kind": kind})
+    facts.cluster_policies = _maybe_list(cluster, "nvidia.com/v1", "ClusterPolicy") or []
+    facts.pool_configs = (
+        _maybe_list(cluster, "sriovnetwork.openshift.io/v1", "SriovNetworkPoolConfig") or []
+    )
+    facts.machine_config_pool = _maybe_get(
+        cluster,
+        "machineconfiguration.openshift.io/v1",
+        "MachineConfigPool",
+        plan["machine_configs"]["role"],
+    )
+    return facts
+
+
+# -- evaluate (pure) ---------------------------------------------------------------------------
+def _minor(version: str | None) -> tuple[int, int] | None:
+    try:
+        major, minor = str(version).split(".")[:2]
+        return int(major), int(minor)
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_openshift(plan: dict, facts: Facts) -> list[dict]:
+    if not facts.openshift:
+        return [
+            finding(
+                "openshift",
+                "error",
+                "this is not an OpenShift cluster: the API server serves no ClusterVersion "
+                "'version' (config.openshift.io/v1). gpudirect.rdma configures OpenShift "
+                f"{plan['openshift_support'][0]['minimum']} to "
+                f"{plan['openshift_support'][0]['maximum']}.",
+            )
+        ]
+    found = [finding("openshift", "ok", f"OpenShift {facts.cluster_version}")]
+    minor = _minor(facts.cluster_version)
+    if minor is None:
+        return [
+            *found,
+            finding(
+                "openshift-version",
+                "warning",
+                f"cannot read the OpenShift version from ClusterVersion version "
+                f"(status.desired.version is {facts.cluster_version!r})",
+            ),
+        ]
+    running = f"{minor[0]}.{minor[1]}"
+    for index, support in enumerate(plan["openshift_support"]):
+        low, high = _minor(support["minimum"]), _minor(support["maximum"])
+        if low <= minor <= high:
+            continue
+        severity = "error" if index == 0 else "warning"
+        found.append(
+            finding(
+                "openshift-version",
+                severity,
+                f"OpenShift {facts.cluster_version} is not supported by {support['component']}: "
+                f"it supports {support['minimum']} to {support['maximum']}"
+                + ("" if index == 0 else "; choose a release that covers " + running),
+            )
+        )
+    if plan["openshift_version"] != running:
+        found.append(
+            finding(
+                "openshift-version",
+                "warning",
+                f"gpudirect_rdma_openshift_version is {plan['openshift_version']} but the cluster "
+                f"runs {facts.cluster_version}: set it to {running} (it picks the NFD operand "
+                "image when the NFD CSV gives none)",
+            )
+        )
+    if len(found) == 1:
+        found.append(
+            finding(
+                "openshift-version",
+                "ok",
+                f"{running} is within "
+                + ", ".join(
+                    f"{s['component']} ({s['minimum']}-{s['maximum']})"
+                    for s in plan["openshift_support"]
+                ),
+            )
+        )
+    return found
+
+
+def _check_olm(facts: Facts) -> list[dict]:
+    if not facts.olm:
+        return [
+            finding(
+                "olm",
+                "error",
+                "OLM is not installed: the API server serves no CatalogSource "
+                "(operators.coreos.com/v1alpha1); the operators are installed through OLM",
+            )
+        ]
+    found = []
+    for where, state in sorted(facts.catalogs.items()):
+        if state is None:
+            found.append(
+                finding(
+                    "catalogs",
+                    "error",
+                    f"CatalogSource {where} does not exist. On a disconnected cluster set "
+                    "gpudirect_rdma_catalog_source (or gpudirect_rdma_operators.<operator>.source) "
+                    "to the mirrored catalog (oc get catalogsource -A)",
+                )
+            )
+        elif state != "READY":
+            found.append(
+                finding(
+                    "catalogs",
+                    "warning",
+                    f"CatalogSource {where} is {state}, not READY; the install waits for it",
+                )
+            )
+    if not found:
+        found.append(
+            finding("catalogs", "ok", "CatalogSources exist: " + ", ".join(facts.catalogs))
+        )
+    return found
+
+
+def _selected(plan: dict, facts: Facts) -> list[dict]:
+    return [
+        n
+        for n in facts.nodes
+        if all(n["labels"].get(k) == v for k, v in plan["node_selector"].items())
+    ]
+
+
+def _nfd_labelled(facts: Facts) -> bool:
+    return any(k.startswith(NFD_LABEL_PREFIX) for n in facts.nodes for k in n["labels"])
+
+
+def _check_nodes(plan: dict, facts: Facts) -> list[dict]:
+    if not facts.nodes:
+        return [finding("nodes", "error", "the cluster has no nodes")]
+    if not _nfd_labelled(facts):
+        return [
+            finding(
+                "nodes",
+                "skipped",
+                "no node carries NFD labels yet: nodes with NVIDIA NICs and GPUs are checked once "
+                "NFD runs (the nfd role waits for its labels)",
+            )
+        ]
+    selector = ",".join(f"{k}={v}" for k, v in plan["node_selector"].items())
+    selected = _selected(plan, facts)
+    if not selected:
+        return [
+            finding(
+                "nodes",
+                "error",
+                f"no node matches gpudirect_rdma_node_selector ({selector}): NFD found no NVIDIA "
+                f"(Mellanox) NIC on any of the {len(facts.nodes)} nodes",
+            )
+        ]
+    with_gpu = [n["name"] for n in selected if n["labels"].get(GPU_LABEL) == "true"]
+    if not with_gpu:
+        return [
+            finding(
+                "nodes",
+                "error",
+                f"none of the nodes with NVIDIA NICs ({', '.join(n['name'] for n in selected)}) "
+                f"has an NVIDIA GPU ({GPU_LABEL}): GPUDirect RDMA needs both on one node",
+            )
+        ]
+    found = [
+        finding(
+            "nodes",
+            "ok",
+            f"{len(with_gpu)} node(s) with NVIDIA NICs and GPUs: {', '.join(with_gpu)}",
+        )
+    ]
+    if len(with_gpu) < 2:
+        found.append(
+            finding(
+                "nodes",
+                "warning",
+                "only one node has NVIDIA NICs and GPUs: verify.yml needs two such nodes",
+            )
+        )
+    intel = [n["name"] for n in selected if n["labels"].get(INTEL_NIC_LABEL) == "true"]
+    if intel and not plan["machine_configs"]["blacklist_irdma"]:
+        found.append(
+            finding(
+                "irdma",
+                "warning",
+                f"nodes with Intel NICs ({', '.join(intel)}) may load irdma, which breaks the DOCA "
+                "driver reload: set gpudirect_rdma_blacklist_irdma: true",
+            )
+        )
+    return found
+
+
+def _check_interfaces(plan: dict, facts: Facts) -> list[dict]:
+    wanted = [rail["interface"] for rail in plan["rails"]]
+    link = "IB" if plan["fabric"] == "infiniband" else "ETH"
+    names = {n["name"] for n in _selected(plan, facts)} if _nfd_labelled(facts) else None
+    found = []
+    if facts.node_states:
+        source = "SriovNetworkNodeState"
+        inventory = {
+            node: {i["name"]: i for i in interfaces}
+            for node, interfaces in facts.node_states.items()
+            if names is None or node in names
+        }
+    elif facts.nic_devices:
+        source = "NicDevice"
+        inventory = {
+            node: {name: {"name": name} for name in interfaces}
+            for node, interfaces in facts.nic_devices.items()
+            if names is None or node in names
+        }
+    else:
+        return [
+            finding(
+                "interfaces",
+                "skipped",
+                "no SriovNetworkNodeState or NicDevice reports the nodes' NICs yet: the interfaces "
+                f"{', '.join(wanted)} are checked again once the SR-IOV operator runs",
+            )
+        ]
+    for node, interfaces in sorted(inventory.items()):
+        for name in wanted:
+            nic = interfaces.get(name)
+            if nic is None:
+                found.append(
+                    finding(
+                        "interfaces",
+                        "error",
+                        f"gpudirect_rdma_interfaces: {name} does not exist on node {node} (its "
+                        f"{source} lists {', '.join(sorted(interfaces)) or 'no interface'})",
+                    )
+                )
+                continue
+            if nic.get("linkType") and nic["linkType"].upper() != link:
+                found.append(
+                    finding(
+                        "interfaces",
+                        "error",
+                        f"{name} on node {node} has link type {nic['linkType']}; "
+                        f"gpudirect_rdma_fabric {plan['fabric']} needs {link}. Change the fabric, "
+                        "or the port's link type in the NIC firmware (mlxconfig LINK_TYPE_P1)",
+                    )
+                )
+            total = nic.get("totalvfs")
+            vfs = plan["sriov"]["num_vfs"]
+            if plan["method"] == "sriov_legacy" and total is not None and vfs > total:
+                found.append(
+                    finding(
+                        "interfaces",
+                        "error",
+                        f"gpudirect_rdma_sriov_num_vfs is {vfs} but {name} on node {node} "
+                        f"supports at most {total} VFs",
+                    )
+                )
+    if not inventory:
+        found.append(finding("interfaces", "skipped", f"no {source} for the selected nodes yet"))
+    if not found:
+        found.append(
+            finding(
+                "interfaces",
+                "ok",
+                f"{', '.join(wanted)} ({link}) found on {len(inventory)} node(s) ({source})",
+            )
+        )
+    return found
+
+
+def _check_ownership(objects: list[dict], facts: Facts, take_over: bool) -> list[dict]:
+    found = []
+    for obj in objects:
+        live = facts.live.get(identity(obj))
+        if live is None or owned_by_collection(live):
+            continue
+        if obj["kind"] in ADOPTED_KINDS:
+            found.append(
+                finding("ownership", "ok", f"{identity(obj)} exists and will be adopted (labelled)")
+            )
+            continue
+        if take_over:
+            found.append(
+                finding(
+                    "ownership",
+                    "warning",
+                    f"{identity(obj)} exists and was not created by gpudirect.rdma; "
+                    "gpudirect_rdma_take_over is true: its content will be replaced",
+                )
+            )
+        else:
+            found.append(
+                finding(
+                    "ownership",
+                    "error",
+                    f"{identity(obj)} exists and was not created by gpudirect.rdma (no label "
+                    "app.kubernetes.io/managed-by=gpudirect.rdma). It is left alone: remove it, "
+                    "or set gpudirect_rdma_take_over: true to replace its content",
+                )
+            )
+    planned = {identity(o) for o in objects}
+    for policy in facts.cluster_policies:
+        name = identity({**policy, "kind": "ClusterPolicy"})
+        if name not in planned:
+            found.append(
+                finding(
+                    "ownership",
+                    "error",
+                    f"{name} exists: the GPU Operator honours one ClusterPolicy, and this one is "
+                    "not the collection's. Remove it (oc delete clusterpolicy "
+                    f"{policy['metadata']['name']}) before running site.yml",
+                )
+            )
+    if not found:
+        found.append(finding("ownership", "ok", "no object of the plan belongs to somebody else"))
+    return found
+
+
+def _pf(entry: str) -> str:
+    return entry.split("#", 1)[0]
+
+
+def _interfaces_of(obj: dict) -> set[str]:
+    spec = obj.get("spec") or {}
+    if obj["kind"] in ("MacvlanNetwork", "IPoIBNetwork"):
+        return {spec["master"]} if spec.get("master") else set()
+    if obj["kind"] == "SriovNetworkNodePolicy":
+        return {_pf(n) for n in (spec.get("nicSelector") or {}).get("pfNames") or []}
+    return set()
+
+
+def _check_methods(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list[dict]:
+    current = plan["method"].replace("_", "-")
+    planned = {identity(o) for o in objects}
+    wanted = {rail["interface"] for rail in plan["rails"]}
+    leaving, conflicts, big_ib = [], [], []
+    for obj in facts.method_objects:
+        name = identity(obj)
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if owned_by_collection(obj):
+            component = labels.get(COMPONENT_LABEL)
+            if component in METHOD_COMPONENTS and component != current and name not in planned:
+                leaving.append(f"{name} ({component})")
+            continue
+        if name in planned:
+            continue  # reported by the ownership check
+        shared = _interfaces_of(obj) & wanted
+        if shared:
+            conflicts.append(f"{name} (on {', '.join(sorted(shared))})")
+        spec = obj.get("spec") or {}
+        if (
+            obj["kind"] == "SriovNetworkNodePolicy"
+            and str(spec.get("linkType", "")).lower() == "ib"
+            and (spec.get("numVfs") or 0) > MAX_VFS_INFINIBAND
+        ):
+            big_ib.append(f"{name} (numVfs {spec['numVfs']})")
+    found = []
+    if leaving:
+        found.append(
+            finding(
+                "method",
+                "warning",
+                f"switching to {plan['method']}: these objects of another method, created by "
+                "gpudirect.rdma, will be removed: " + ", ".join(leaving),
+            )
+        )
+    if conflicts:
+        found.append(
+            finding(
+                "method",
+                "warning" if take_over else "error",
+                "objects that gpudirect.rdma did not create already use the configured "
+                "interfaces: "
+                + ", ".join(conflicts)
+                + (
+                    "; gpudirect_rdma_take_over is true: they are kept and may compete with this "
+                    "configuration"
+                    if take_over
+                    else ". They are left alone: remove them, or set gpudirect_rdma_take_over: "
+                    "true to configure the interfaces anyway"
+                ),
+            )
+        )
+    if big_ib:
+        found.append(
+            finding(
+                "infiniband-vfs",
+                "warning",
+                "SR-IOV policies with more than 16 VFs per InfiniBand PF (the limit) will fail to "
+                "sync: " + ", ".join(big_ib),
+            )
+        )
+    if not found:
+        found.append(finding("method", "ok", "no other RDMA configuration on the interfaces"))
+    return found
+
+
+def _check_rdma_mode(plan: dict, facts: Facts) -> list[dict]:
+    exclusive = [
+        p["metadata"]["name"]
+        for p in facts.pool_configs
+        if (p.get("spec") or {}).get("rdmaMode") == "exclusive"
+    ]
+    if exclusive and plan["method"] == "shared_device":
+        return [
+            finding(
+                "rdma-mode",
+                "error",
+                "SriovNetworkPoolConfig "
+                + ", ".join(exclusive)
+                + " sets rdmaMode: exclusive, and the shared device method needs the RDMA "
+                "subsystem shared: NVIDIA supports no mixed configuration. Use "
+                "gpudirect_rdma_method sriov_legacy or host_device, or set rdmaMode: shared",
+            )
+        ]
+    mode = "exclusive" if exclusive else "shared"
+    return [finding("rdma-mode", "ok", f"RDMA subsystem {mode}; method {plan['method']}")]
+
+
+def _check_single_node(plan: dict, facts: Facts) -> list[dict]:
+    single = facts.topology == "SingleReplica" or len(facts.nodes) == 1
+    found = []
+    machine_configs = plan["machine_configs"]
+    wants_machine_configs = (
+        machine_configs["blacklist_irdma"]
+        or machine_configs["crio_memlock"]
+        or machine_configs["persistent_nic_names"]
+    )
+    pool = facts.machine_config_pool
+    role = machine_configs["role"]
+    if wants_machine_configs and facts.openshift:
+        if pool is None:
+            found.append(
+                finding(
+                    "machine-configs",
+                    "error",
+                    f"gpudirect_rdma_machine_config_role is {role} but there is no "
+                    f"MachineConfigPool {role}",
+                )
+            )
+        elif (pool.get("status") or {}).get("machineCount") == 0:
+            found.append(
+                finding(
+                    "machine-configs",
+                    "error",
+                    f"MachineConfigPool {role} has no machines: the MachineConfigs would reach no "
+                    "node"
+                    + (
+                        " (single-node OpenShift: set gpudirect_rdma_machine_config_role: master)"
+                        if single
+                        else ""
+                    ),
+                )
+            )
+    if single:
+        found.append(
+            finding(
+                "single-node",
+                "warning",
+                "single-node OpenShift: verify.yml needs two nodes, and every MachineConfig"
+                + (" and SR-IOV policy change" if plan["method"] == "sriov_legacy" else "")
+                + " reboots the only node (the API is away meanwhile)",
+            )
+        )
+    if not found:
+        found.append(finding("single-node", "ok", f"{len(facts.nodes)} nodes"))
+    return found
+
+
+def evaluate(plan: dict, objects: list[dict], facts: Facts, take_over: bool = False) -> list[dict]:
+    """Every finding, errors first within each check's order of appearance."""
+    if facts.api_error:
+        return [
+            finding(
+                "api",
+                "error",
+                f"cannot read the cluster{' at ' + facts.server if facts.server else ''}: "
+                f"{facts.api_error}. Check the kubeconfig (K8S_AUTH_KUBECONFIG, "
+                "K8S_AUTH_CONTEXT), that you are logged in (oc whoami) and may read the cluster",
+            )
+        ]
+    found = [
+        finding("api", "ok", f"API server reachable{' at ' + facts.server if facts.server else ''}")
+    ]
+    found += _check_openshift(plan, facts)
+    found += _check_olm(facts)
+    found += _check_nodes(plan, facts)
+    found += _check_interfaces(plan, facts)
+    found += _check_ownership(objects, facts, take_over)
+    found += _check_methods(plan, objects, facts, take_over)
+    found += _check_rdma_mode(plan, facts)
+    found += _check_single_node(plan, facts)
+    return found
+
+
+def summary(findings: list[dict]) -> list[str]:
+    """One line per finding, errors first, then warnings, skipped and ok; a count on top."""
+    counts = {s: sum(1 for f in findings if f["severity"] == s) for s in SEVERITIES}
+    head = (
+        f"preflight: {counts['error']} error(s), {counts['warning']} warning(s), "
+        f"{counts['skipped']} skipped, {counts['ok']} ok"
+    )
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    lines = [
+        f"{f['severity'].upper():7} {f['check']}: {f['message']}"
+        for f in sorted(findings, key=lambda f: order[f["severity"]])
+    ]
+    return [head, *lines]

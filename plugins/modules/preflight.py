@@ -1,0 +1,161 @@
+#!/usr/bin/python
+"""gpudirect.rdma.preflight: can this cluster take the planned configuration? Reads only."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: preflight
+author: gpudirect.rdma maintainers
+version_added: 0.1.0
+short_description: Check that the cluster can take the planned configuration, before any write
+description:
+  - Reads the cluster, never writes, and reports every finding at once, each as C(error),
+    C(warning), C(ok) or C(skipped) (a check that cannot run yet, with when it will).
+  - "C(api): the API server answers with the given credentials."
+  - "C(openshift), C(openshift-version): a ClusterVersion exists (OpenShift), its version is one
+    the collection supports (error otherwise) and that the chosen Network Operator and GPU Operator
+    releases support (warning otherwise), and C(gpudirect_rdma_openshift_version) matches it."
+  - "C(olm), C(catalogs): OLM is served; the Subscriptions' CatalogSources exist (error) and are
+    READY (warning)."
+  - "C(nodes), C(irdma): once NFD has labelled nodes, nodes match the node selector (NVIDIA NICs)
+    and carry NVIDIA GPUs; fewer than two is a warning (the bandwidth test needs two); Intel NICs
+    without the irdma blacklist are a warning."
+  - "C(interfaces): from SriovNetworkNodeStates (or NicDevices), every configured interface exists
+    on every selected node, its link type matches the fabric, and it supports the VFs asked for."
+  - "C(ownership): no object of the plan exists without the collection's label (error, or a
+    warning with O(take_over)); no ClusterPolicy other than the collection's."
+  - "C(method), C(infiniband-vfs): objects of another RDMA method created by the collection are
+    listed (they will be removed); objects of others on the configured interfaces are an error
+    (a warning with O(take_over); they are never removed); foreign InfiniBand SR-IOV policies
+    above 16 VFs are a warning."
+  - "C(rdma-mode): a SriovNetworkPoolConfig with C(rdmaMode: exclusive) and the shared device
+    method are never mixed (error)."
+  - "C(machine-configs), C(single-node): the MachineConfigPool of the role exists and has machines;
+    single-node OpenShift limits are warnings."
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+attributes:
+  check_mode:
+    support: full
+    description: Reads only, in check mode as otherwise.
+  diff_mode:
+    support: none
+    description: Reads only.
+options:
+  plan:
+    description: The plan from M(gpudirect.rdma.plan).
+    type: dict
+    required: true
+  objects:
+    description: The objects the plan will apply (C(plan | gpudirect.rdma.objects)).
+    type: list
+    elements: dict
+    required: true
+  take_over:
+    description: The user allows replacing objects the collection did not create (same names).
+    type: bool
+    default: false
+  fail_on_errors:
+    description: Fail when a finding is an error; the message is the whole summary.
+    type: bool
+    default: true
+"""
+
+EXAMPLES = r"""
+- name: Check the cluster before anything is written
+  gpudirect.rdma.preflight:
+    plan: "{{ gpudirect_rdma_plan }}"
+    objects: "{{ gpudirect_rdma_plan | gpudirect.rdma.objects }}"
+  register: preflight
+
+- name: Show every finding
+  ansible.builtin.debug:
+    msg: "{{ preflight.summary }}"
+"""
+
+RETURN = r"""
+findings:
+  description: Every finding, in the order the checks ran.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    check:
+      description: The check, e.g. C(interfaces).
+      type: str
+    severity:
+      description: C(error), C(warning), C(ok) or C(skipped).
+      type: str
+    message:
+      description: What was found, naming the variable or object and what to do.
+      type: str
+summary:
+  description: A count line, then one line per finding, errors first.
+  returned: always
+  type: list
+  elements: str
+errors:
+  description: How many findings are errors.
+  returned: always
+  type: int
+warnings:
+  description: How many findings are warnings.
+  returned: always
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
+    Cluster,
+    argument_spec,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (  # noqa: E402
+    Facts,
+    evaluate,
+    gather,
+    summary,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(
+            plan={"type": "dict", "required": True},
+            objects={"type": "list", "elements": "dict", "required": True},
+            take_over={"type": "bool", "default": False},
+            fail_on_errors={"type": "bool", "default": True},
+        ),
+        supports_check_mode=True,
+    )
+    plan = module.params["plan"]
+    objects = module.params["objects"]
+    try:
+        facts = gather(Cluster(module), plan, objects)
+    except Exception as error:
+        facts = Facts(api_error=f"{type(error).__name__}: {error}")
+    findings = evaluate(plan, objects, facts, module.params["take_over"])
+    lines = summary(findings)
+    errors = sum(1 for f in findings if f["severity"] == "error")
+    warnings = sum(1 for f in findings if f["severity"] == "warning")
+    for item in findings:
+        if item["severity"] == "warning":
+            module.warn(f"preflight {item['check']}: {item['message']}")
+    result = {
+        "changed": False,
+        "findings": findings,
+        "summary": lines,
+        "errors": errors,
+        "warnings": warnings,
+    }
+    if errors and module.params["fail_on_errors"]:
+        module.fail_json(
+            msg="preflight found "
+            f"{errors} error(s); nothing was written to the cluster.\n" + "\n".join(lines),
+            **result,
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,344 @@
+"""Preflight findings from gathered facts, without a cluster: each check passes on a healthy
+cluster and reports its error or warning when its condition is set up on purpose."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (
+    Facts,
+    evaluate,
+    summary,
+)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import build_objects
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.unit.inventories import inputs
+
+OURS = {"app.kubernetes.io/managed-by": "gpudirect.rdma"}
+NFD = {
+    "feature.node.kubernetes.io/pci-15b3.present": "true",
+    "feature.node.kubernetes.io/pci-10de.present": "true",
+}
+
+
+def plan_of(name: str = "shared-device-roce", **overrides) -> dict:
+    return build_plan({**inputs(name), **overrides})
+
+
+def healthy(plan: dict, nodes: int = 2) -> Facts:
+    link = "IB" if plan["fabric"] == "infiniband" else "ETH"
+    names = [f"worker-{i}" for i in range(nodes)]
+    return Facts(
+        server="https://api.example:6443",
+        cluster_version="4.20.8",
+        openshift=True,
+        topology="HighlyAvailable",
+        olm=True,
+        catalogs={
+            "openshift-marketplace/redhat-operators": "READY",
+            "openshift-marketplace/certified-operators": "READY",
+        },
+        nodes=[{"name": n, "labels": dict(NFD)} for n in names],
+        nfd_instances=1,
+        node_states={
+            n: [{"name": r["interface"], "linkType": link, "totalvfs": 16} for r in plan["rails"]]
+            for n in names
+        },
+        machine_config_pool={"metadata": {"name": "worker"}, "status": {"machineCount": nodes}},
+    )
+
+
+def run(plan, facts, take_over=False):
+    findings = evaluate(plan, build_objects(plan), facts, take_over)
+    return findings, {(f["check"], f["severity"]) for f in findings}
+
+
+def messages(findings, severity):
+    return [f"{f['check']}: {f['message']}" for f in findings if f["severity"] == severity]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "shared-device-roce",
+        "shared-device-infiniband",
+        "host-device-roce",
+        "host-device-infiniband",
+        "sriov-legacy-roce",
+        "sriov-legacy-infiniband",
+        "multi-rail-hgx",
+    ],
+)
+def test_a_healthy_cluster_has_no_error_and_no_warning(name):
+    plan = plan_of(name)
+    findings, _ = run(plan, healthy(plan))
+    assert messages(findings, "error") == []
+    assert messages(findings, "warning") == []
+    assert {f["check"] for f in findings} >= {
+        "api",
+        "openshift",
+        "openshift-version",
+        "catalogs",
+        "nodes",
+        "interfaces",
+        "ownership",
+        "method",
+        "rdma-mode",
+    }
+
+
+def test_unreachable_api_is_the_only_finding():
+    plan = plan_of()
+    findings, _ = run(plan, Facts(api_error="MaxRetryError: connection refused"))
+    assert len(findings) == 1
+    assert findings[0]["severity"] == "error"
+    assert "connection refused" in findings[0]["message"]
+    assert "K8S_AUTH_KUBECONFIG" in findings[0]["message"]
+
+
+def test_not_openshift():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.openshift, facts.cluster_version = False, None
+    findings, found = run(plan, facts)
+    assert ("openshift", "error") in found
+    assert "not an OpenShift cluster" in messages(findings, "error")[0]
+    assert "4.17 to 4.22" in messages(findings, "error")[0]
+
+
+def test_unsupported_openshift_version_says_which_are():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.cluster_version = "4.14.9"
+    findings, found = run(plan, facts)
+    error = messages(findings, "error")[0]
+    assert "OpenShift 4.14.9 is not supported by gpudirect.rdma: it supports 4.17 to 4.22" in error
+
+
+def test_operator_release_range_is_a_warning():
+    plan = plan_of(network_operator_release="26.4.1", openshift_version="4.22")
+    facts = healthy(plan)
+    facts.cluster_version = "4.22.1"
+    findings, found = run(plan, facts)
+    assert messages(findings, "error") == []
+    warning = " ".join(messages(findings, "warning"))
+    assert "NVIDIA Network Operator 26.4.1: it supports 4.17 to 4.20" in warning
+
+
+def test_openshift_version_variable_differs_from_the_cluster():
+    plan = plan_of(openshift_version="4.18")
+    findings, _ = run(plan, healthy(plan))
+    assert any("set it to 4.20" in m for m in messages(findings, "warning"))
+
+
+def test_no_olm_and_missing_catalog():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.catalogs["openshift-marketplace/certified-operators"] = None
+    facts.catalogs["openshift-marketplace/redhat-operators"] = "TRANSIENT_FAILURE"
+    findings, found = run(plan, facts)
+    assert ("catalogs", "error") in found and ("catalogs", "warning") in found
+    assert any("certified-operators does not exist" in m for m in messages(findings, "error"))
+    facts.olm = False
+    findings, found = run(plan, facts)
+    assert any("OLM is not installed" in m for m in messages(findings, "error"))
+
+
+def test_nodes_are_checked_only_once_nfd_labels_them():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.nodes = [{"name": "worker-0", "labels": {}}, {"name": "worker-1", "labels": {}}]
+    findings, found = run(plan, facts)
+    assert ("nodes", "skipped") in found
+    assert ("nodes", "error") not in found
+
+
+def test_no_node_with_nics_or_gpus():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.nodes = [{"name": "worker-0", "labels": {"feature.node.kubernetes.io/cpu-x": "true"}}]
+    findings, _ = run(plan, facts)
+    assert any(
+        "no node matches gpudirect_rdma_node_selector" in m for m in messages(findings, "error")
+    )
+    facts.nodes = [
+        {"name": "worker-0", "labels": {"feature.node.kubernetes.io/pci-15b3.present": "true"}}
+    ]
+    findings, _ = run(plan, facts)
+    assert any("has an NVIDIA GPU" in m for m in messages(findings, "error"))
+
+
+def test_one_gpu_node_and_intel_nics_are_warnings():
+    plan = plan_of(blacklist_irdma=False)
+    facts = healthy(plan, nodes=1)
+    facts.nodes[0]["labels"]["feature.node.kubernetes.io/pci-8086.present"] = "true"
+    findings, found = run(plan, facts)
+    warnings = " ".join(messages(findings, "warning"))
+    assert "verify.yml needs two" in warnings
+    assert "gpudirect_rdma_blacklist_irdma: true" in warnings
+
+
+def test_missing_interface_wrong_link_type_and_too_many_vfs():
+    plan = plan_of("sriov-legacy-roce", sriov_num_vfs=32)
+    facts = healthy(plan)
+    facts.node_states["worker-0"] = [{"name": "ens1f0np0", "linkType": "ETH", "totalvfs": 8}]
+    facts.node_states["worker-1"] = [{"name": "ens8f0np0", "linkType": "IB", "totalvfs": 8}]
+    findings, _ = run(plan, facts)
+    errors = messages(findings, "error")
+    assert any(
+        "ens8f0np0 does not exist on node worker-0" in m and "ens1f0np0" in m for m in errors
+    )
+    assert any("ens8f0np0 on node worker-1 has link type IB" in m for m in errors)
+    assert any("gpudirect_rdma_sriov_num_vfs is 32" in m and "at most 8 VFs" in m for m in errors)
+
+
+def test_interfaces_from_nic_devices_and_skipped_without_reports():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.node_states = None
+    findings, found = run(plan, facts)
+    assert ("interfaces", "skipped") in found
+    facts.nic_devices = {"worker-0": ["ens8f0np0"], "worker-1": ["ens2f0np0"]}
+    findings, _ = run(plan, facts)
+    assert any(
+        "ens8f0np0 does not exist on node worker-1" in m and "NicDevice" in m
+        for m in messages(findings, "error")
+    )
+
+
+def test_foreign_nic_cluster_policy_needs_consent():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.live["NicClusterPolicy nic-cluster-policy"] = {
+        "kind": "NicClusterPolicy",
+        "metadata": {"name": "nic-cluster-policy", "labels": {}},
+    }
+    findings, _ = run(plan, facts)
+    assert any(
+        "NicClusterPolicy nic-cluster-policy exists and was not created by gpudirect.rdma" in m
+        for m in messages(findings, "error")
+    )
+    findings, _ = run(plan, facts, take_over=True)
+    assert messages(findings, "error") == []
+    assert any("its content will be replaced" in m for m in messages(findings, "warning"))
+
+
+def test_existing_namespaces_are_adopted_and_own_objects_pass():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.live["Namespace nvidia-gpu-operator"] = {"metadata": {"name": "nvidia-gpu-operator"}}
+    facts.live["NicClusterPolicy nic-cluster-policy"] = {
+        "metadata": {"name": "nic-cluster-policy", "labels": dict(OURS)}
+    }
+    findings, found = run(plan, facts)
+    assert messages(findings, "error") == []
+    assert any("nvidia-gpu-operator exists and will be adopted" in f["message"] for f in findings)
+
+
+def test_another_cluster_policy():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.cluster_policies = [{"kind": "ClusterPolicy", "metadata": {"name": "my-policy"}}]
+    findings, _ = run(plan, facts, take_over=True)
+    assert any("ClusterPolicy my-policy exists" in m for m in messages(findings, "error"))
+
+
+def network(kind, name, labels=None, **spec):
+    api = "sriovnetwork.openshift.io/v1" if kind.startswith("Sriov") else "mellanox.com/v1alpha1"
+    namespace = "openshift-sriov-network-operator" if kind.startswith("Sriov") else None
+    metadata = {"name": name, "labels": labels or {}}
+    if namespace:
+        metadata["namespace"] = namespace
+    return {"apiVersion": api, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def test_switching_method_lists_what_goes():
+    plan = plan_of("sriov-legacy-roce")
+    facts = healthy(plan)
+    facts.method_objects = [
+        network(
+            "MacvlanNetwork",
+            "rdma-shared",
+            {**OURS, "gpudirect.rdma/component": "shared-device"},
+            master="ens8f0np0",
+        )
+    ]
+    findings, _ = run(plan, facts)
+    assert messages(findings, "error") == []
+    warning = " ".join(messages(findings, "warning"))
+    assert "switching to sriov_legacy" in warning and "MacvlanNetwork rdma-shared" in warning
+
+
+def test_foreign_objects_on_the_interfaces():
+    plan = plan_of("sriov-legacy-roce")
+    facts = healthy(plan)
+    facts.method_objects = [
+        network("SriovNetworkNodePolicy", "theirs", nicSelector={"pfNames": ["ens8f0np0#0-3"]}),
+        network("MacvlanNetwork", "unrelated", master="eno1"),
+        network(
+            "SriovNetworkNodePolicy",
+            "big-ib",
+            linkType="ib",
+            numVfs=32,
+            nicSelector={"pfNames": ["ib9"]},
+        ),
+    ]
+    findings, _ = run(plan, facts)
+    errors = messages(findings, "error")
+    assert len(errors) == 1
+    assert (
+        "SriovNetworkNodePolicy openshift-sriov-network-operator/theirs (on ens8f0np0)" in errors[0]
+    )
+    assert "unrelated" not in errors[0]
+    assert any("big-ib (numVfs 32)" in m for m in messages(findings, "warning"))
+    findings, _ = run(plan, facts, take_over=True)
+    assert messages(findings, "error") == []
+
+
+def test_exclusive_rdma_mode_and_shared_device_never_mix():
+    pool = {"metadata": {"name": "workers"}, "spec": {"rdmaMode": "exclusive"}}
+    plan = plan_of("shared-device-roce")
+    facts = healthy(plan)
+    facts.pool_configs = [pool]
+    findings, _ = run(plan, facts)
+    assert any("rdmaMode: exclusive" in m for m in messages(findings, "error"))
+    plan = plan_of("sriov-legacy-roce")
+    facts = healthy(plan)
+    facts.pool_configs = [pool]
+    findings, _ = run(plan, facts)
+    assert messages(findings, "error") == []
+
+
+def test_single_node_openshift():
+    plan = plan_of("sriov-legacy-roce")
+    facts = healthy(plan, nodes=1)
+    facts.topology = "SingleReplica"
+    facts.machine_config_pool = {"metadata": {"name": "worker"}, "status": {"machineCount": 0}}
+    findings, _ = run(plan, facts)
+    errors = messages(findings, "error")
+    assert any("gpudirect_rdma_machine_config_role: master" in m for m in errors)
+    warnings = " ".join(messages(findings, "warning"))
+    assert "single-node OpenShift" in warnings and "SR-IOV policy change" in warnings
+    facts.machine_config_pool = None
+    findings, _ = run(plan, facts)
+    assert any("there is no MachineConfigPool worker" in m for m in messages(findings, "error"))
+
+
+def test_summary_counts_and_puts_errors_first():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.cluster_version = "4.14.9"
+    lines = summary(evaluate(plan, build_objects(plan), facts))
+    assert lines[0].startswith("preflight: 1 error(s), ")
+    assert lines[1].startswith("ERROR   openshift-version: ")
+
+
+def test_evaluate_changes_none_of_its_inputs():
+    plan = plan_of()
+    facts = healthy(plan)
+    objects = build_objects(plan)
+    before = copy.deepcopy((plan, objects, facts.__dict__))
+    evaluate(plan, objects, facts)
+    assert (plan, objects, facts.__dict__) == before
