@@ -22,7 +22,9 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gpudirect.rdma"
 COMPONENT_LABEL = "gpudirect.rdma/component"
 # Kinds whose existing, foreign instances are simply adopted (labels added, nothing removed).
+# An adopted object is marked, so that uninstall leaves it: it was there before.
 ADOPTED_KINDS = ("Namespace",)
+ADOPTED_ANNOTATION = "gpudirect.rdma/adopted"
 _VOLATILE_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
 
 
@@ -34,6 +36,22 @@ def identity(obj: dict) -> str:
 
 def owned_by_collection(obj: dict) -> bool:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+def adopted(obj: dict, live: dict) -> dict:
+    """obj marked as adopted when live existed before the collection labelled it (or was
+    marked already); obj itself otherwise."""
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    if owned_by_collection(live) and ADOPTED_ANNOTATION not in annotations:
+        return obj
+    metadata = obj["metadata"]
+    return {
+        **obj,
+        "metadata": {
+            **metadata,
+            "annotations": {**(metadata.get("annotations") or {}), ADOPTED_ANNOTATION: "true"},
+        },
+    }
 
 
 def contains(live, desired) -> bool:
@@ -166,7 +184,7 @@ class ForeignObjects(Exception):
 _DONE = {"create": "created", "update": "updated", "unchanged": "unchanged"}
 
 
-def _result(obj: dict, action: str, reasons: list[str]) -> dict:
+def outcome(obj: dict, action: str, reasons: list[str]) -> dict:
     metadata = obj.get("metadata") or {}
     return {
         "object": identity(obj),
@@ -217,11 +235,9 @@ class Applier:
                     raise
                 plans.append((obj, None, "create", [str(error)]))
                 continue
-            if (
-                live is not None
-                and not owned_by_collection(live)
-                and obj["kind"] not in ADOPTED_KINDS
-            ):
+            if live is not None and obj["kind"] in ADOPTED_KINDS:
+                obj = adopted(obj, live)
+            elif live is not None and not owned_by_collection(live):
                 foreign.append(identity(obj))
             action, reasons = decide(obj, live)
             plans.append((obj, live, action, reasons))
@@ -248,7 +264,7 @@ class Applier:
                         field_manager=FIELD_MANAGER,
                         force_conflicts=True,
                     ).to_dict()
-            self.results.append(_result(obj, _DONE[action], reasons))
+            self.results.append(outcome(obj, _DONE[action], reasons))
             applied.append(live)
         return applied
 
@@ -258,51 +274,99 @@ class Applier:
         """Delete the collection's objects of kinds matching label_selector that keep lacks,
         and wait until they are gone."""
         wanted = {key_of(obj) for obj in keep}
-        selector = ",".join(s for s in (f"{MANAGED_BY_LABEL}={MANAGED_BY}", label_selector) if s)
-        doomed = []
-        for kind in kinds:
-            try:
-                items = self.cluster.list(kind["apiVersion"], kind["kind"], label_selector=selector)
-            except NotServed:
-                continue  # a kind that is not served has no objects to prune
-            for item in items:
-                item = {**item, "apiVersion": kind["apiVersion"], "kind": kind["kind"]}
-                if key_of(item) not in wanted:
-                    doomed.append(item)
-        for item in doomed:
-            self.results.append(_result(item, "deleted", ["no longer part of the plan"]))
-            self.diffs.append(
-                {
-                    "before_header": identity(item),
-                    "after_header": "(deleted)",
-                    "before": clean(item),
-                    "after": {},
-                }
+        doomed = [
+            item
+            for item in owned_objects(self.cluster, kinds, label_selector)
+            if key_of(item) not in wanted
+        ]
+        self.results.extend(
+            delete_and_wait(
+                self.cluster, doomed, self.check_mode, timeout, ["no longer part of the plan"]
             )
-            if not self.check_mode:
-                self.cluster.resource(item["apiVersion"], item["kind"]).delete(
-                    name=item["metadata"]["name"], namespace=item["metadata"].get("namespace")
-                )
-        if self.check_mode or not doomed:
-            return
-        deadline = time.monotonic() + timeout
-        remaining = doomed
-        while True:
-            remaining = [
-                i
-                for i in remaining
-                if self.cluster.get(
-                    i["apiVersion"],
-                    i["kind"],
-                    i["metadata"]["name"],
-                    i["metadata"].get("namespace"),
-                )
-            ]
-            if not remaining or time.monotonic() >= deadline:
-                break
-            time.sleep(0.5)
-        if remaining:
-            raise TimeoutError(
-                f"pruned objects still exist after {timeout:.0f}s (finalizers?): "
-                + ", ".join(identity(i) for i in remaining)
+        )
+        self.diffs.extend(deletion_diff(item) for item in doomed)
+
+
+def owned_objects(cluster, kinds: list[dict], label_selector: str = "") -> list[dict]:
+    """The collection's objects of kinds (in that order) that also match label_selector."""
+    selector = ",".join(s for s in (f"{MANAGED_BY_LABEL}={MANAGED_BY}", label_selector) if s)
+    found = []
+    for kind in kinds:
+        try:
+            items = cluster.list(kind["apiVersion"], kind["kind"], label_selector=selector)
+        except NotServed:
+            continue  # a kind that is not served has no objects
+        found.extend(
+            {**item, "apiVersion": kind["apiVersion"], "kind": kind["kind"]} for item in items
+        )
+    return found
+
+
+def deletion_diff(item: dict) -> dict:
+    return {
+        "before_header": identity(item),
+        "after_header": "(deleted)",
+        "before": clean(item),
+        "after": {},
+    }
+
+
+def delete_and_wait(
+    cluster,
+    items: list[dict],
+    check_mode: bool,
+    timeout: float,
+    reasons: list[str],
+    sleep=time.sleep,
+) -> list[dict]:
+    """Delete items (all at once, so their finalizers run side by side) and wait until every one
+    is gone; return a 'deleted' result per item. Check mode deletes nothing."""
+    results = [outcome(item, "deleted", reasons) for item in items]
+    if check_mode or not items:
+        return results
+    for item in items:
+        try:
+            cluster.resource(item["apiVersion"], item["kind"]).delete(
+                name=item["metadata"]["name"], namespace=item["metadata"].get("namespace")
             )
+        except Exception as error:  # gone meanwhile: that is what was asked
+            if getattr(error, "status", None) != 404:
+                raise
+    deadline = time.monotonic() + timeout
+    remaining = items
+    while True:
+        remaining = [
+            i
+            for i in remaining
+            if cluster.get(
+                i["apiVersion"], i["kind"], i["metadata"]["name"], i["metadata"].get("namespace")
+            )
+        ]
+        if not remaining or time.monotonic() >= deadline:
+            break
+        sleep(0.5)
+    if remaining:
+        raise TimeoutError(
+            f"deleted objects still exist after {timeout:.0f}s: "
+            + ", ".join(_pending(cluster, i) for i in remaining)
+        )
+    return results
+
+
+def _pending(cluster, item: dict) -> str:
+    live = cluster.get(
+        item["apiVersion"],
+        item["kind"],
+        item["metadata"]["name"],
+        item["metadata"].get("namespace"),
+    )
+    live = live or {}
+    finalizers = [
+        *((live.get("metadata") or {}).get("finalizers") or []),
+        *((live.get("spec") or {}).get("finalizers") or []),
+    ]
+    phase = (live.get("status") or {}).get("phase")
+    details = [f"phase {phase}"] if phase else []
+    if finalizers:
+        details.append("finalizers: " + ", ".join(finalizers))
+    return identity(item) + (f" ({'; '.join(details)})" if details else "")

@@ -1,7 +1,7 @@
 """Every kind of object the collection creates, in the order uninstall removes them.
 
 One list for everyone who needs to find the collection's objects by their labels: uninstall,
-diagnostics and preflight. Each kind carries the component labels its objects have.
+diagnostics and preflight. Each kind names the uninstall stage it belongs to.
 """
 
 from __future__ import annotations
@@ -11,18 +11,19 @@ METHOD_COMPONENTS = ("shared-device", "host-device", "sriov-legacy")
 # (apiVersion, kind, stage). Stages go in this order on uninstall; within a stage, kinds are
 # deleted together and waited for together.
 MANAGED_KINDS = (
-    ("v1", "Pod", "verification"),
+    ("v1", "Pod", "test-pods"),
     ("mellanox.com/v1alpha1", "MacvlanNetwork", "networks"),
     ("mellanox.com/v1alpha1", "IPoIBNetwork", "networks"),
     ("mellanox.com/v1alpha1", "HostDeviceNetwork", "networks"),
     ("sriovnetwork.openshift.io/v1", "SriovNetwork", "networks"),
     ("sriovnetwork.openshift.io/v1", "SriovIBNetwork", "networks"),
     ("nv-ipam.nvidia.com/v1alpha1", "IPPool", "networks"),
-    ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy", "policies"),
-    ("nvidia.com/v1", "ClusterPolicy", "operands"),
-    ("mellanox.com/v1alpha1", "NicClusterPolicy", "operands"),
-    ("sriovnetwork.openshift.io/v1", "SriovOperatorConfig", "operands"),
-    ("nfd.openshift.io/v1", "NodeFeatureDiscovery", "operands"),
+    ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy", "node-policies"),
+    # The GPU driver (and nvidia-peermem) goes before the network driver it builds on.
+    ("nvidia.com/v1", "ClusterPolicy", "cluster-policy"),
+    ("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy"),
+    ("sriovnetwork.openshift.io/v1", "SriovOperatorConfig", "sriov-operator-config"),
+    ("nfd.openshift.io/v1", "NodeFeatureDiscovery", "nfd-instance"),
     ("operators.coreos.com/v1alpha1", "Subscription", "operators"),
     ("operators.coreos.com/v1", "OperatorGroup", "operators"),
     ("machineconfiguration.openshift.io/v1", "MachineConfig", "machine-configs"),

@@ -1,0 +1,115 @@
+"""Remove the collection's objects, stage by stage (kinds.py gives the stages and their order).
+
+Only objects with the collection's managed-by label are removed; a user's objects of the same
+kinds stay. Each stage's objects are deleted together, then awaited until gone, so the operators
+that still run can clean up after their operands before their own turn comes.
+
+Two kinds need more than their label:
+- Subscription: OLM leaves the ClusterServiceVersion it installed behind, so the CSVs go too:
+  the ones the Subscriptions name, and the ones OLM installed under the collection's
+  OperatorGroup (annotation olm.operatorGroup), which a Subscription removed by an interrupted
+  earlier run no longer names. Subscriptions go first, or OLM would install the CSV again.
+- Namespace: one that existed before the collection adopted it (annotation) is kept.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+    ADOPTED_ANNOTATION,
+    delete_and_wait,
+    deletion_diff,
+    identity,
+    outcome,
+    owned_objects,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import (
+    MANAGED_KINDS,
+    kinds,
+)
+
+OLM_V1ALPHA1 = "operators.coreos.com/v1alpha1"
+STAGES = tuple(dict.fromkeys(stage for _, _, stage in MANAGED_KINDS))
+
+
+def installed_csvs(cluster, subscriptions: list[dict], operator_groups: list[dict]) -> list[dict]:
+    """The ClusterServiceVersions the collection's operators run on."""
+    wanted = set()
+    for sub in subscriptions:
+        status = sub.get("status") or {}
+        for name in {status.get("installedCSV"), status.get("currentCSV")} - {None}:
+            wanted.add((sub["metadata"]["namespace"], name))
+    groups = {(g["metadata"]["namespace"], g["metadata"]["name"]) for g in operator_groups}
+    found = []
+    for namespace in sorted({ns for ns, _ in wanted} | {ns for ns, _ in groups}):
+        try:
+            csvs = cluster.list(OLM_V1ALPHA1, "ClusterServiceVersion", namespace)
+        except NotServed:
+            return []
+        for csv in csvs:
+            metadata = csv["metadata"]
+            group = (metadata.get("annotations") or {}).get("olm.operatorGroup")
+            if (namespace, metadata["name"]) in wanted or (namespace, group) in groups:
+                found.append({**csv, "apiVersion": OLM_V1ALPHA1, "kind": "ClusterServiceVersion"})
+    return found
+
+
+class Remover:
+    """Removes stages of the collection's objects through a Cluster; collects results."""
+
+    def __init__(self, cluster, check_mode: bool, sleep=time.sleep):
+        self.cluster = cluster
+        self.check_mode = check_mode
+        self.sleep = sleep
+        self.results: list[dict] = []
+        self.diffs: list[dict] = []
+
+    @property
+    def changed(self) -> bool:
+        return any(r["action"] == "deleted" for r in self.results)
+
+    def _delete(self, items: list[dict], timeout: float, reason: str) -> None:
+        self.results.extend(
+            delete_and_wait(self.cluster, items, self.check_mode, timeout, [reason], self.sleep)
+        )
+        self.diffs.extend(deletion_diff(item) for item in items)
+
+    def remove(self, stage: str, label_selector: str, timeout: float) -> None:
+        if stage not in STAGES:
+            raise ValueError(f"stage: got {stage!r}; expected one of {', '.join(STAGES)}")
+        reason = f"uninstall: {stage}"
+        if stage == "operators":
+            self._remove_operators(kinds(stage), label_selector, timeout, reason)
+            return
+        items = owned_objects(self.cluster, kinds(stage), label_selector)
+        if stage == "namespaces":
+            kept = [
+                i
+                for i in items
+                if ((i["metadata"].get("annotations") or {}).get(ADOPTED_ANNOTATION)) == "true"
+            ]
+            self.results.extend(
+                outcome(i, "kept", ["it existed before gpudirect.rdma adopted it"]) for i in kept
+            )
+            items = [i for i in items if i not in kept]
+        self._delete(items, timeout, reason)
+
+    def _remove_operators(
+        self, kinds: list[dict], label_selector: str, timeout: float, reason: str
+    ) -> None:
+        subscription_kind = [k for k in kinds if k["kind"] == "Subscription"]
+        group_kind = [k for k in kinds if k["kind"] == "OperatorGroup"]
+        subscriptions = owned_objects(self.cluster, subscription_kind, label_selector)
+        groups = owned_objects(self.cluster, group_kind, label_selector)
+        csvs = installed_csvs(self.cluster, subscriptions, groups)
+        deadline = time.monotonic() + timeout
+        self._delete(subscriptions, timeout, reason)
+        self._delete(
+            csvs,
+            max(deadline - time.monotonic(), 1),
+            "installed by "
+            + (", ".join(identity(s) for s in subscriptions) or "the collection's OperatorGroup"),
+        )
+        self._delete(groups, max(deadline - time.monotonic(), 1), reason)
