@@ -94,17 +94,22 @@ summary:
   returned: always
   type: list
   elements: str
-errors:
+error_count:
   description: How many findings are errors.
   returned: always
   type: int
-warnings:
+warning_count:
   description: How many findings are warnings.
   returned: always
   type: int
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+try:
+    from kubernetes.dynamic.exceptions import DynamicApiError
+except ImportError:  # pragma: no cover - Cluster reports the missing package
+    DynamicApiError = Exception
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
@@ -131,9 +136,18 @@ def main():
     plan = module.params["plan"]
     objects = module.params["objects"]
     try:
-        facts = gather(Cluster(module), plan, objects)
-    except Exception as error:
+        cluster = Cluster(module)  # the first contact: discovery of the served APIs
+    except Exception as error:  # connection refused, TLS, 401: the summary says which
         facts = Facts(api_error=f"{type(error).__name__}: {error}")
+    else:
+        try:
+            facts = gather(cluster, plan, objects)
+        except DynamicApiError as error:
+            module.fail_json(
+                msg=f"preflight could not read the cluster: {error.status} {error.reason}: "
+                f"{error.summary()}. The user running the playbook needs read access to the "
+                "kinds the collection manages."
+            )
     findings = evaluate(plan, objects, facts, module.params["take_over"])
     lines = summary(findings)
     errors = sum(1 for f in findings if f["severity"] == "error")
@@ -145,8 +159,8 @@ def main():
         "changed": False,
         "findings": findings,
         "summary": lines,
-        "errors": errors,
-        "warnings": warnings,
+        "error_count": errors,
+        "warning_count": warnings,
     }
     if errors and module.params["fail_on_errors"]:
         module.fail_json(

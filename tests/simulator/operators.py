@@ -368,6 +368,16 @@ class MachineConfigOperator:
             )
         self._ensured = True
 
+    @staticmethod
+    def _pool_of(node: dict) -> str | None:
+        """A node belongs to one pool: master when it has that role (single-node OpenShift's
+        node is master and worker at once, and the master pool configures it), else worker."""
+        labels = node["metadata"].get("labels") or {}
+        for role in ("master", "worker"):
+            if f"node-role.kubernetes.io/{role}" in labels:
+                return role
+        return None
+
     def reconcile(self, world: World) -> None:
         if not self._ensured:
             self._ensure_pools(world)
@@ -383,15 +393,7 @@ class MachineConfigOperator:
             )
             digest = hashlib.sha256(json.dumps(mine).encode()).hexdigest()[:12]
             rendered = f"rendered-{role}-{digest}"
-            count = (
-                sum(
-                    1
-                    for n in nodes
-                    if f"node-role.kubernetes.io/{role}" in (n["metadata"].get("labels") or {})
-                )
-                if role == "worker"
-                else 0
-            )
+            count = sum(1 for n in nodes if self._pool_of(n) == role)
             done = self.gate.due(rendered, "update", world.knobs["delay_seconds"])
             previous = (pool.get("status") or {}).get("conditions") or []
             stamp = next(

@@ -133,7 +133,7 @@ def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
             for s in states
             if (s.get("status") or {}).get("interfaces")
         } or None
-    devices = _maybe_list(cluster, facts, "configuration.net.nvidia.com/v1alpha1", "NicDevice")
+    devices = _maybe_list(cluster, "configuration.net.nvidia.com/v1alpha1", "NicDevice")
     if devices:
         facts.nic_devices = {}
         for device in devices:
