@@ -127,6 +127,53 @@ seconds:
   returned: always
   type: dict
   sample: {"NicClusterPolicy ready": 12.0}
+gate:
+  description:
+    - On failure, the gate that was not met, as its options name it, with what was expected, what
+      was seen at the last read and the objects read then (C(ansible_failed_result.gate) in a
+      C(rescue); the M(gpudirect.rdma.diagnostics) module gathers exactly those objects).
+  returned: failure
+  type: dict
+  contains:
+    gate:
+      description: Name of the gate.
+      type: str
+      sample: NicClusterPolicy ready
+    api_version:
+      description: apiVersion of its objects.
+      type: str
+      sample: mellanox.com/v1alpha1
+    kind:
+      description: Kind of its objects.
+      type: str
+      sample: NicClusterPolicy
+    name:
+      description: The one object's name, or null for a label selector.
+      type: str
+      sample: nic-cluster-policy
+    namespace:
+      description: Namespace of the objects (null when cluster-scoped or all namespaces).
+      type: str
+    label_selector:
+      description: Label selector of the objects, or null for one object by name.
+      type: str
+    path:
+      description: The field read, dotted.
+      type: str
+      sample: status.state
+    expected:
+      description: What the field had to be.
+      type: str
+      sample: "'ready'"
+    seen:
+      description: What the last read found.
+      type: str
+      sample: NicClusterPolicy nic-cluster-policy status.state is 'notReady'
+    objects:
+      description: apiVersion, kind, name (and namespace) of every object read at the last poll; empty when none existed.
+      type: list
+      elements: dict
+      sample: [{"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", "name": "nic-cluster-policy"}]
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -215,7 +262,7 @@ def main():
             Cluster(module), gates, module.params["timeout"], module.params["interval"]
         )
     except (GateTimeout, GateFailed) as error:
-        module.fail_json(msg=str(error))
+        module.fail_json(msg=str(error), gate=error.report())
     module.exit_json(changed=False, seconds=seconds)
 
 

@@ -3,7 +3,8 @@
 A gate names objects (one by name, or all matching a label selector), a field path and the value
 it must reach. Waiting polls every gate about once a second until all are met, one fails for
 good (a value listed in fail_on), or the timeout passes; the message then says which gate, what
-it saw last and where to look.
+it saw last and where to look, and the exception carries the gate and the objects it read last
+(report()) so that diagnostics can gather exactly those.
 """
 
 from __future__ import annotations
@@ -136,11 +137,21 @@ class Gate:
         return f"every {self.kind}{selector}"
 
 
+def identity(gate: Gate, obj: dict) -> dict:
+    """apiVersion, kind, namespace and name of one of the gate's objects."""
+    metadata = obj.get("metadata") or {}
+    found = {"apiVersion": gate.api_version, "kind": gate.kind, "name": metadata.get("name")}
+    if metadata.get("namespace"):
+        found["namespace"] = metadata["namespace"]
+    return found
+
+
 @dataclass
 class Observation:
     met: bool
     failed: bool
     seen: str
+    objects: list[dict] = field(default_factory=list)  # identities of the objects read
 
 
 def observe(cluster, gate: Gate) -> Observation:
@@ -156,29 +167,59 @@ def observe(cluster, gate: Gate) -> Observation:
             objects = cluster.list(gate.api_version, gate.kind, gate.namespace, gate.label_selector)
     except NotServed as error:
         return Observation(False, False, str(error))
+    read = [identity(gate, obj) for obj in objects]
     if len(objects) < gate.min_count:
         return Observation(
-            False, False, f"{len(objects)} {gate.kind} object(s) match, {gate.min_count} needed"
+            False,
+            False,
+            f"{len(objects)} {gate.kind} object(s) match, {gate.min_count} needed",
+            read,
         )
     waiting = []
     for obj in objects:
         value = lookup(obj, gate.path)
         name = obj["metadata"]["name"]
         if value is not MISSING and value in gate.fail_on:
-            return Observation(False, True, f"{gate.kind} {name} {path} is {show(value)}")
+            return Observation(False, True, f"{gate.kind} {name} {path} is {show(value)}", read)
         if not gate.satisfied_by(value):
             waiting.append(f"{gate.kind} {name} {path} is {show(value)}")
     if waiting:
         more = f" (and {len(waiting) - 3} more)" if len(waiting) > 3 else ""
-        return Observation(False, False, "; ".join(waiting[:3]) + more)
-    return Observation(True, False, f"{len(objects)} {gate.kind} object(s) ready")
+        return Observation(False, False, "; ".join(waiting[:3]) + more, read)
+    return Observation(True, False, f"{len(objects)} {gate.kind} object(s) ready", read)
 
 
-class GateTimeout(Exception):
+class GateError(Exception):
+    """A gate that was not met: the message, the gate, and what was seen at the last read."""
+
+    def __init__(self, text: str, gate: Gate, observation: Observation):
+        super().__init__(text)
+        self.gate = gate
+        self.observation = observation
+
+    def report(self) -> dict:
+        """The gate as the wait module's options name it, with what was expected and seen and
+        the identities of the objects read last (the `gate` of the module's failure)."""
+        gate = self.gate
+        return {
+            "gate": gate.name,
+            "api_version": gate.api_version,
+            "kind": gate.kind,
+            "name": gate.object_name,
+            "namespace": gate.namespace,
+            "label_selector": gate.label_selector,
+            "path": ".".join(gate.path),
+            "expected": gate.expectation,
+            "seen": self.observation.seen,
+            "objects": list(self.observation.objects),
+        }
+
+
+class GateTimeout(GateError):
     pass
 
 
-class GateFailed(Exception):
+class GateFailed(GateError):
     pass
 
 
@@ -210,7 +251,9 @@ def wait_for(
         for gate in gates:
             observation = observe(cluster, gate)
             if observation.failed:
-                raise GateFailed(message(gate, observation, clock() - began, "failed"))
+                raise GateFailed(
+                    message(gate, observation, clock() - began, "failed"), gate, observation
+                )
             if observation.met:
                 first_met.setdefault(gate.name, round(clock() - began, 1))
             else:
@@ -219,5 +262,7 @@ def wait_for(
             return first_met
         if clock() - began >= timeout:
             gate, observation = unmet[0]
-            raise GateTimeout(message(gate, observation, clock() - began, "not reached"))
+            raise GateTimeout(
+                message(gate, observation, clock() - began, "not reached"), gate, observation
+            )
         sleep(interval)
