@@ -48,12 +48,10 @@ class Cluster:
         if not HAS_KUBERNETES:
             module.fail_json(msg=f"the kubernetes Python package is required: {IMPORT_ERROR}")
         auth = {name: module.params.get(name) for name in AUTH_ARG_SPEC}
-        self.dynamic = get_api_client(**auth).client
+        api = get_api_client(**auth)
+        self.dynamic = api.client
+        self.server = api.configuration.host
         self._resources: dict = {}
-
-    @property
-    def server(self) -> str:
-        return self.dynamic.configuration.host
 
     def resource(self, api_version: str, kind: str):
         key = (api_version, kind)
@@ -89,3 +87,27 @@ class Cluster:
             namespace=namespace if resource.namespaced else None, label_selector=label_selector
         )
         return found.to_dict().get("items") or []
+
+    def log(
+        self,
+        name: str,
+        namespace: str,
+        container: str,
+        tail_lines: int | None = None,
+        previous: bool = False,
+        timeout: float = 30,
+    ) -> str:
+        """The log of one container of a pod (its last tail_lines lines; the previous run's)."""
+        query = [("container", container)]
+        if tail_lines:
+            query.append(("tailLines", tail_lines))
+        if previous:
+            query.append(("previous", "true"))
+        response = self.resource("v1", "Pod").log.get(
+            name=name,
+            namespace=namespace,
+            query_params=query,
+            serialize=False,
+            _request_timeout=timeout,
+        )
+        return response.data.decode("utf-8", errors="replace")
