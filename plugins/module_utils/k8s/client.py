@@ -48,10 +48,12 @@ class Cluster:
         if not HAS_KUBERNETES:
             module.fail_json(msg=f"the kubernetes Python package is required: {IMPORT_ERROR}")
         auth = {name: module.params.get(name) for name in AUTH_ARG_SPEC}
-        api = get_api_client(**auth)
-        self.dynamic = api.client
-        self.server = api.configuration.host
+        self.dynamic = get_api_client(**auth).client
         self._resources: dict = {}
+
+    @property
+    def server(self) -> str:
+        return self.dynamic.configuration.host
 
     def resource(self, api_version: str, kind: str):
         key = (api_version, kind)
