@@ -25,7 +25,9 @@ description:
     goes, so the CSVs the Subscriptions name, and those OLM installed under the collection's
     OperatorGroup (annotation C(olm.operatorGroup)), are deleted after the Subscriptions."
   - "C(namespaces): a Namespace that existed before the collection adopted it (annotation
-    C(gpudirect.rdma/adopted)) is kept and reported as C(kept)."
+    C(gpudirect.rdma/adopted)) is kept, and so is one that holds objects of the managed kinds
+    (other than Pods) that the collection did not create, since deleting a Namespace deletes
+    everything in it; both are reported as C(kept), with the reason."
   - Kinds the API server does not serve have no objects; a second run finds nothing and
     changes nothing.
 extends_documentation_fragment:

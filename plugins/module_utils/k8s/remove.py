@@ -9,7 +9,9 @@ Two kinds need more than their label:
   the ones the Subscriptions name, and the ones OLM installed under the collection's
   OperatorGroup (annotation olm.operatorGroup), which a Subscription removed by an interrupted
   earlier run no longer names. Subscriptions go first, or OLM would install the CSV again.
-- Namespace: one that existed before the collection adopted it (annotation) is kept.
+- Namespace: one that existed before the collection adopted it (annotation) is kept, and so is
+  one that holds objects of the managed kinds (other than Pods) that somebody else created:
+  deleting it would delete them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     deletion_diff,
     identity,
     outcome,
+    owned_by_collection,
     owned_objects,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
@@ -85,16 +88,39 @@ class Remover:
             return
         items = owned_objects(self.cluster, kinds(stage), label_selector)
         if stage == "namespaces":
-            kept = [
-                i
-                for i in items
-                if ((i["metadata"].get("annotations") or {}).get(ADOPTED_ANNOTATION)) == "true"
-            ]
-            self.results.extend(
-                outcome(i, "kept", ["it existed before gpudirect.rdma adopted it"]) for i in kept
-            )
-            items = [i for i in items if i not in kept]
+            items = self._namespaces_to_delete(items)
         self._delete(items, timeout, reason)
+
+    def _namespaces_to_delete(self, namespaces: list[dict]) -> list[dict]:
+        """The collection's Namespaces, less those that existed before it adopted them and
+        those that hold objects of the managed kinds that somebody else created."""
+        foreign: dict[str, list[str]] = {}
+        for kind in kinds():
+            if kind["kind"] in ("Namespace", "Pod"):  # pods: the operators' own workloads
+                continue
+            try:
+                items = self.cluster.list(kind["apiVersion"], kind["kind"])
+            except NotServed:
+                continue
+            for item in items:
+                namespace = item["metadata"].get("namespace")
+                if namespace and not owned_by_collection(item):
+                    foreign.setdefault(namespace, []).append(identity({**item, **kind}))
+        doomed = []
+        for namespace in namespaces:
+            name = namespace["metadata"]["name"]
+            annotations = namespace["metadata"].get("annotations") or {}
+            if annotations.get(ADOPTED_ANNOTATION) == "true":
+                why = "it existed before gpudirect.rdma adopted it"
+            elif name in foreign:
+                why = "it holds objects gpudirect.rdma did not create: " + ", ".join(
+                    sorted(foreign[name])
+                )
+            else:
+                doomed.append(namespace)
+                continue
+            self.results.append(outcome(namespace, "kept", [why]))
+        return doomed
 
     def _remove_operators(
         self, kinds: list[dict], label_selector: str, timeout: float, reason: str
