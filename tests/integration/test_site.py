@@ -153,6 +153,8 @@ def empty_cluster(tmp_path_factory):
 def test_check_mode_on_an_empty_cluster_writes_nothing_and_says_what_it_would_do(
     empty_cluster, run_playbook
 ):
+    # Empty of the collection's objects; nodes exist (preflight refuses a cluster without any).
+    register_nodes(api_client(empty_cluster.harness_kubeconfig), 2, nfd_labels=False)
     audit = AuditLog(empty_cluster.audit_log).mark()
     result = run_playbook(
         SITE,
