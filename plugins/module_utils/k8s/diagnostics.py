@@ -115,7 +115,7 @@ def file_name(kind: str) -> str:
     return plural + ".yaml"
 
 
-def described(gate: dict) -> dict:
+def gate_fields(gate: dict) -> dict:
     """The gate as given, without empty fields (a gate has a name or a selector, not both)."""
     return {key: value for key, value in gate.items() if value is not None}
 
@@ -413,7 +413,7 @@ class Gatherer:
                 snapshot["status"] = found.get("status") or {}
                 whole.append(plain(found))
             snapshots.append(snapshot)
-        self.out.gate = {**described(gate), "objects": snapshots}
+        self.out.gate = {**gate_fields(gate), "objects": snapshots}
         self.out.add(
             GATE, dump(whole), kind=gate.get("kind"), objects=len(whole), read="the gate's"
         )
@@ -487,7 +487,7 @@ def gather(
         read = gatherer.objects()
         gatherer.logs(read.get("Pod") or [])
     else:
-        out.gate = described(gate) if gate else None
+        out.gate = gate_fields(gate) if gate else None
         out.error = f"the API server could not be reached; nothing was read from it: {error}"
     document = summary(out, failure, when or utc_now())
     out.files = {SUMMARY: dump(document), **out.files}
