@@ -257,6 +257,7 @@ class SriovOperator:
             if p["metadata"]["namespace"] == namespace
         ]
         failing = world.knobs.get("sriov", {}).get("failing", False)
+        self._forget_gone_nodes(world, namespace)
         for node in fake_nodes(world):
             name = node["metadata"]["name"]
             hardware = hardware_of(node)
@@ -295,7 +296,7 @@ class SriovOperator:
                     sort_keys=True,
                 ).encode()
             ).hexdigest()[:12]
-            state = self._state(world, namespace, name)
+            state = self._state(world, configs[0], name)
             if state is None:
                 continue
             if failing and matching:
@@ -311,8 +312,27 @@ class SriovOperator:
                 world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodestates", state, status
             )
 
-    def _state(self, world: World, namespace: str, node: str) -> dict | None:
-        """The node's SriovNetworkNodeState, created (as the operator does) when missing."""
+    @staticmethod
+    def _forget_gone_nodes(world: World, namespace: str) -> None:
+        """The operator deletes the state of a node that left the cluster."""
+        nodes = {n.metadata.name for n in world.core.list_node().items}
+        states = world.custom.list_namespaced_custom_object(
+            "sriovnetwork.openshift.io", "v1", namespace, "sriovnetworknodestates"
+        )["items"]
+        for state in states:
+            if state["metadata"]["name"] not in nodes:
+                world.custom.delete_namespaced_custom_object(
+                    "sriovnetwork.openshift.io",
+                    "v1",
+                    namespace,
+                    "sriovnetworknodestates",
+                    state["metadata"]["name"],
+                )
+
+    def _state(self, world: World, config: dict, node: str) -> dict | None:
+        """The node's SriovNetworkNodeState, created (as the operator does) when missing, owned
+        by the SriovOperatorConfig (the garbage collector removes it with the config)."""
+        namespace = config["metadata"]["namespace"]
         try:
             return world.custom.get_namespaced_custom_object(
                 "sriovnetwork.openshift.io", "v1", namespace, "sriovnetworknodestates", node
@@ -329,7 +349,20 @@ class SriovOperator:
                 {
                     "apiVersion": "sriovnetwork.openshift.io/v1",
                     "kind": "SriovNetworkNodeState",
-                    "metadata": {"name": node, "namespace": namespace},
+                    "metadata": {
+                        "name": node,
+                        "namespace": namespace,
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "sriovnetwork.openshift.io/v1",
+                                "kind": "SriovOperatorConfig",
+                                "name": config["metadata"]["name"],
+                                "uid": config["metadata"]["uid"],
+                                "controller": True,
+                                "blockOwnerDeletion": True,
+                            }
+                        ],
+                    },
                     "spec": {},
                 },
             )

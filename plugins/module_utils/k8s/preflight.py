@@ -486,9 +486,13 @@ def _check_methods(plan: dict, objects: list[dict], facts: Facts, take_over: boo
     current = plan["method"].replace("_", "-")
     planned = {identity(o) for o in objects}
     wanted = {rail["interface"] for rail in plan["rails"]}
+    sriov_namespace = plan["operators"]["sriov_network_operator"]["namespace"]
     leaving, conflicts, big_ib = [], [], []
     for obj in facts.method_objects:
         name = identity(obj)
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        if obj["kind"].startswith("Sriov") and namespace != sriov_namespace:
+            continue  # the SR-IOV operator reads its own namespace only
         labels = (obj.get("metadata") or {}).get("labels") or {}
         if owned_by_collection(obj):
             component = labels.get(COMPONENT_LABEL)

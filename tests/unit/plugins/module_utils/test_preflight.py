@@ -342,3 +342,15 @@ def test_evaluate_changes_none_of_its_inputs():
     before = copy.deepcopy((plan, objects, facts.__dict__))
     evaluate(plan, objects, facts)
     assert (plan, objects, facts.__dict__) == before
+
+
+def test_sriov_objects_outside_the_operators_namespace_are_ignored():
+    plan = plan_of("sriov-legacy-roce")
+    facts = healthy(plan)
+    elsewhere = network(
+        "SriovNetworkNodePolicy", "elsewhere", nicSelector={"pfNames": ["ens8f0np0"]}
+    )
+    elsewhere["metadata"]["namespace"] = "test-1234"
+    facts.method_objects = [elsewhere]
+    findings, _ = run(plan, facts)
+    assert messages(findings, "error") == []
