@@ -58,7 +58,6 @@ class Facts:
     olm: bool = False
     catalogs: dict = field(default_factory=dict)  # "ns/name" -> READY state, None if absent
     nodes: list = field(default_factory=list)  # {"name", "labels"}
-    nfd_instances: int = 0
     node_states: dict | None = None  # node -> [{"name", "linkType", "totalvfs"}]
     nic_devices: dict | None = None  # node -> [interface names]
     live: dict = field(default_factory=dict)  # identity of a planned object -> live or None
@@ -116,9 +115,6 @@ def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
         {"name": n["metadata"]["name"], "labels": n["metadata"].get("labels") or {}}
         for n in cluster.list("v1", "Node")
     ]
-    facts.nfd_instances = len(
-        _maybe_list(cluster, "nfd.openshift.io/v1", "NodeFeatureDiscovery") or []
-    )
     states = _maybe_list(cluster, "sriovnetwork.openshift.io/v1", "SriovNetworkNodeState")
     if states:
         facts.node_states = {

@@ -41,7 +41,6 @@ def healthy(plan: dict, nodes: int = 2) -> Facts:
             "openshift-marketplace/certified-operators": "READY",
         },
         nodes=[{"name": n, "labels": dict(NFD)} for n in names],
-        nfd_instances=1,
         node_states={
             n: [{"name": r["interface"], "linkType": link, "totalvfs": 16} for r in plan["rails"]]
             for n in names
