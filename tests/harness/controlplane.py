@@ -1,13 +1,22 @@
-"""A real local control plane: etcd and kube-apiserver on loopback, upstream CRDs loaded.
+"""A real local control plane: etcd, kube-apiserver and kube-controller-manager on loopback,
+upstream CRDs loaded.
 
-Started the way controller-runtime's envtest starts them (RBAC on, client-certificate admin in
-system:masters, service-account key pair, the ServiceAccount admission plugin off), plus an audit
-log so tests can count the write requests of a run.
+etcd and kube-apiserver are started the way controller-runtime's envtest starts them (RBAC on,
+client-certificate admin in system:masters, service-account key pair, the ServiceAccount
+admission plugin off), plus an audit log so tests can count the write requests of a run.
+kube-controller-manager runs only the namespace and garbage-collector controllers, so deleting a
+Namespace completes and ownerReferences are garbage-collected as on a real cluster; every other
+controller a test needs is played by the simulator (tests/simulator).
+
+The CRDs are the upstream files in ../shared/crds, plus two written here, in
+tests/harness/crds/: OpenShift's ClusterVersion and Infrastructure (config.openshift.io/v1),
+which a real OpenShift cluster serves from its own API and the collection's preflight reads.
+OpenShift's own API is not in ../shared, so these are minimal CRDs of our own, not upstream copies.
 
 Everything lives in one state directory (default: .envtest/ at the repository root):
 kubeconfig (the admin a user or playbook would use), harness.kubeconfig (test set-up),
-simulator.kubeconfig, audit.log, the logs of each process, pki/, etcd/ and state.json, which
-records the processes started so that stop() ends exactly those.
+simulator.kubeconfig, controller-manager.kubeconfig, audit.log, the logs of each process, pki/,
+etcd/ and state.json, which records the processes started so that stop() ends exactly those.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,10 +43,12 @@ from tests.harness.certs import CertificateAuthority, KeyPair, write_service_acc
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STATE_DIR = REPO_ROOT / ".envtest"
 BUILD_SCRIPT = REPO_ROOT / "hack" / "build-control-plane.sh"
+HARNESS_CRDS = Path(__file__).resolve().parent / "crds"
 
 ADMIN_USER = "gpudirect-rdma-admin"
 HARNESS_USER = "gpudirect-rdma-harness"
 SIMULATOR_USER = "gpudirect-rdma-simulator"
+CONTROLLER_MANAGER_USER = "gpudirect-rdma-controller-manager"
 MASTERS = "system:masters"
 
 _AUDIT_POLICY = {
@@ -47,6 +59,8 @@ _AUDIT_POLICY = {
         # The server's own loopback traffic and health probes say nothing about a run.
         {"level": "None", "users": ["system:apiserver"]},
         {"level": "None", "nonResourceURLs": ["/healthz*", "/readyz*", "/livez*"]},
+        # The controller manager's discovery, lists and watches; its writes are kept.
+        {"level": "None", "users": [CONTROLLER_MANAGER_USER], "verbs": ["get", "list", "watch"]},
         {"level": "Metadata"},
     ],
 }
@@ -74,17 +88,29 @@ def crd_files(shared: Path | None = None) -> list[Path]:
     return sorted(p for p in root.glob("*/*.yaml") if p.parent.name != "alternatives")
 
 
-def binary_dir() -> Path:
-    """Where kube-apiserver, etcd (and kubectl) are: KUBEBUILDER_ASSETS, the cache, or a build."""
+def harness_crd_files() -> list[Path]:
+    """The CRDs written here (tests/harness/crds/): kinds OpenShift serves that ../shared lacks."""
+    return sorted(HARNESS_CRDS.glob("*.yaml"))
+
+
+@dataclass(frozen=True)
+class Binaries:
+    directory: Path  # kube-apiserver, etcd and kubectl
+    controller_manager: Path  # beside them, or in the cache when KUBEBUILDER_ASSETS has none
+
+
+def find_binaries() -> Binaries:
+    """The binaries from KUBEBUILDER_ASSETS, the cache, or a build: the build script prints the
+    path of kube-controller-manager, then the directory of the others, as its last two lines."""
     result = subprocess.run(
         ["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False
     )
     lines = result.stdout.strip().splitlines()
-    if result.returncode != 0 or not lines:
+    if result.returncode != 0 or len(lines) < 2:
         raise ControlPlaneError(
             f"{BUILD_SCRIPT} exited {result.returncode}; see its messages above"
         )
-    return Path(lines[-1])
+    return Binaries(directory=Path(lines[-1]), controller_manager=Path(lines[-2]))
 
 
 def free_port() -> int:
@@ -115,6 +141,7 @@ class ControlPlane:
         self.kubeconfig = self.state_dir / "kubeconfig"
         self.harness_kubeconfig = self.state_dir / "harness.kubeconfig"
         self.simulator_kubeconfig = self.state_dir / "simulator.kubeconfig"
+        self.controller_manager_kubeconfig = self.state_dir / "controller-manager.kubeconfig"
         self.audit_log = self.state_dir / "audit.log"
         self.state_file = self.state_dir / "state.json"
 
@@ -174,7 +201,7 @@ class ControlPlane:
         self.stop()  # leftovers of a crashed run: stop what still lives, clear the state
         started = time.monotonic()
         shared = shared_dir()
-        binaries = binary_dir()
+        binaries = find_binaries()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / ".gitignore").write_text("*\n")
         for leftover in ("etcd", "audit.log"):
@@ -194,12 +221,17 @@ class ControlPlane:
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         peer_url = f"http://127.0.0.1:{peer_port}"
         self._write_state(
-            {"processes": [], "server": f"https://127.0.0.1:{api_port}", "binaries": str(binaries)}
+            {
+                "processes": [],
+                "server": f"https://127.0.0.1:{api_port}",
+                "binaries": str(binaries.directory),
+                "controller_manager": str(binaries.controller_manager),
+            }
         )
         self._spawn(
             "etcd",
             [
-                str(binaries / "etcd"),
+                str(binaries.directory / "etcd"),
                 f"--data-dir={self.state_dir / 'etcd'}",
                 f"--listen-client-urls={etcd_url}",
                 f"--advertise-client-urls={etcd_url}",
@@ -215,7 +247,7 @@ class ControlPlane:
         self._spawn(
             "kube-apiserver",
             [
-                str(binaries / "kube-apiserver"),
+                str(binaries.directory / "kube-apiserver"),
                 f"--etcd-servers={etcd_url}",
                 "--advertise-address=127.0.0.1",
                 "--bind-address=127.0.0.1",
@@ -241,10 +273,103 @@ class ControlPlane:
         self.write_kubeconfig(self.kubeconfig, ADMIN_USER, [MASTERS])
         harness_cert = self.write_kubeconfig(self.harness_kubeconfig, HARNESS_USER, [MASTERS])
         self.write_kubeconfig(self.simulator_kubeconfig, SIMULATOR_USER, [MASTERS])
+        self.write_kubeconfig(
+            self.controller_manager_kubeconfig, CONTROLLER_MANAGER_USER, [MASTERS]
+        )
         self._wait_http(f"{self.server}/readyz", harness_cert, started + timeout, "kube-apiserver")
-        load_crds(self.harness_kubeconfig, crd_files(shared), deadline=started + timeout)
+        crds = crd_files(shared) + harness_crd_files()
+        load_crds(self.harness_kubeconfig, crds, deadline=started + timeout)
+        # After the CRDs, so the garbage collector's first discovery already sees their kinds.
+        self._start_controller_manager(binaries.controller_manager, deadline=started + timeout)
         self._update_state(ready_seconds=round(time.monotonic() - started, 2))
         return self
+
+    def _start_controller_manager(self, executable: Path, deadline: float) -> None:
+        """Start kube-controller-manager with the namespace and garbage-collector controllers and
+        return once both have done their work once."""
+        ca = CertificateAuthority.load(self.pki)
+        serving = ca.issue("controller-manager", "kube-controller-manager", server=True)
+        port = free_port()
+        kubeconfig = self.controller_manager_kubeconfig
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(executable),
+                f"--kubeconfig={kubeconfig}",
+                # Its HTTPS endpoint authenticates client certificates of this CA and asks the
+                # API server about tokens and permissions. No lookup of the front-proxy CA: the
+                # API server has none, and the controller manager would keep reporting it.
+                f"--authentication-kubeconfig={kubeconfig}",
+                "--authentication-skip-lookup",
+                f"--client-ca-file={ca.cert_path}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--controllers=namespace,garbagecollector",
+                "--leader-elect=false",
+                "--use-service-account-credentials=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--tls-cert-file={serving.cert}",
+                f"--tls-private-key-file={serving.key}",
+                "--v=0",
+            ],
+        )
+        self._wait_http(
+            f"https://127.0.0.1:{port}/healthz", None, deadline, "kube-controller-manager"
+        )
+        self._probe_controllers(deadline)
+
+    def _probe_controllers(self, deadline: float) -> None:
+        """Both controllers wait for their informers before they act; until they do, tests would
+        wait on them instead. So: a ConfigMap owned by another must be collected once its owner
+        is deleted (garbage collector), then their Namespace must go (namespace controller)."""
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+
+        core = client.CoreV1Api(api_client(self.harness_kubeconfig))
+
+        def gone(read, *args) -> bool:
+            try:
+                read(*args)
+            except ApiException as error:
+                if error.status == 404:
+                    return True
+                raise
+            return False
+
+        namespace = f"gpudirect-rdma-probe-{uuid.uuid4().hex[:8]}"
+        core.create_namespace({"metadata": {"name": namespace}})
+        owner = core.create_namespaced_config_map(namespace, {"metadata": {"name": "owner"}})
+        reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner"}
+        reference["uid"] = owner.metadata.uid
+        dependent = {"metadata": {"name": "dependent", "ownerReferences": [reference]}}
+        core.create_namespaced_config_map(namespace, dependent)
+        core.delete_namespaced_config_map("owner", namespace)
+        self._wait_until(
+            lambda: gone(core.read_namespaced_config_map, "dependent", namespace),
+            f"the garbage collector to delete configmap {namespace}/dependent",
+            deadline,
+        )
+        core.delete_namespace(namespace)
+        self._wait_until(
+            lambda: gone(core.read_namespace, namespace),
+            f"the namespace controller to finish deleting namespace {namespace}",
+            deadline,
+        )
+
+    def _wait_until(self, done, what: str, deadline: float) -> None:
+        while not done():
+            self._check_alive(what)
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"timed out waiting for {what}")
+            time.sleep(0.1)
+
+    def _check_alive(self, what: str) -> None:
+        for process in self.processes():
+            if not process.alive():
+                raise ControlPlaneError(
+                    f"{process.name} (pid {process.pid}) exited while waiting for {what}; "
+                    f"see {self.state_dir / (process.name + '.log')}"
+                )
 
     def _update_state(self, **values) -> None:
         state = self._read_state()
@@ -253,17 +378,13 @@ class ControlPlane:
 
     def _wait_http(self, url: str, client_cert: KeyPair | None, deadline: float, what: str) -> None:
         context = None
-        if client_cert is not None:
+        if url.startswith("https:"):
             context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
-            context.load_cert_chain(client_cert.cert, client_cert.key)
+            if client_cert is not None:
+                context.load_cert_chain(client_cert.cert, client_cert.key)
         last_error = "no answer yet"
         while time.monotonic() < deadline:
-            for process in self.processes():
-                if not process.alive():
-                    raise ControlPlaneError(
-                        f"{process.name} (pid {process.pid}) exited while waiting for {what}; "
-                        f"see {self.state_dir / (process.name + '.log')}"
-                    )
+            self._check_alive(what)
             try:
                 with urllib.request.urlopen(url, context=context, timeout=2) as answer:  # noqa: S310
                     if answer.status == 200:

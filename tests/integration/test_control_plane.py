@@ -1,16 +1,25 @@
 """The local control plane is a real API server: it validates against the upstream CRD schemas,
-prunes unknown fields, enforces RBAC, and loads every CRD in ../shared/crds (not alternatives/)."""
+prunes unknown fields, enforces RBAC, and loads every CRD in ../shared/crds (not alternatives/)
+plus OpenShift's ClusterVersion and Infrastructure (tests/harness/crds/). A real
+kube-controller-manager deletes what is in a deleted Namespace and collects garbage."""
 
 from __future__ import annotations
 
 import copy
 import json
+import time
+import uuid
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.harness.controlplane import api_client, crd_files
+from tests.harness.controlplane import (
+    CONTROLLER_MANAGER_USER,
+    api_client,
+    crd_files,
+    harness_crd_files,
+)
 
 NIC_CLUSTER_POLICY = {
     "apiVersion": "mellanox.com/v1alpha1",
@@ -127,7 +136,19 @@ def _node_policy(link_type: str, namespace: str) -> dict:
     }
 
 
-def test_sriov_node_policy_with_an_unknown_link_type_is_rejected(custom, namespace):
+@pytest.fixture
+def policy_namespace(core, custom, namespace):
+    """A fresh namespace for SriovNetworkNodePolicies. Afterwards its policies are deleted at once
+    (a later preflight would find them on the interfaces it configures), then the namespace."""
+    yield namespace
+    custom.delete_collection_namespaced_custom_object(
+        "sriovnetwork.openshift.io", "v1", namespace, "sriovnetworknodepolicies"
+    )
+    core.delete_namespace(namespace)
+
+
+def test_sriov_node_policy_with_an_unknown_link_type_is_rejected(custom, policy_namespace):
+    namespace = policy_namespace
     with pytest.raises(ApiException) as raised:
         custom.create_namespaced_custom_object(
             "sriovnetwork.openshift.io",
@@ -143,7 +164,8 @@ def test_sriov_node_policy_with_an_unknown_link_type_is_rejected(custom, namespa
 
 
 @pytest.mark.parametrize("link_type", ["eth", "IB"])
-def test_sriov_node_policy_with_a_known_link_type_is_accepted(custom, namespace, link_type):
+def test_sriov_node_policy_with_a_known_link_type_is_accepted(custom, policy_namespace, link_type):
+    namespace = policy_namespace
     stored = custom.create_namespaced_custom_object(
         "sriovnetwork.openshift.io",
         "v1",
@@ -164,3 +186,156 @@ def test_rbac_is_enforced_for_a_user_without_bindings(control_plane, tmp_path):
         'User "nobody" cannot list resource "namespaces"'
         in json.loads(raised.value.body)["message"]
     )
+
+
+# -- kube-controller-manager: namespace and garbage-collector controllers --------------------
+
+
+def _wait_until_gone(read, *args, timeout: float = 30.0) -> float:
+    """Poll read(*args) until it answers 404; return the seconds that took."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        try:
+            read(*args)
+        except ApiException as error:
+            assert error.status == 404, error.body
+            return time.monotonic() - began
+        time.sleep(0.2)
+    pytest.fail(f"{getattr(read, '__name__', read)}{args} still there after {timeout}s")
+
+
+def _network_attachment_definition(name: str) -> dict:
+    return {
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": {"name": name},
+        "spec": {"config": json.dumps({"cniVersion": "0.3.1", "name": name, "type": "macvlan"})},
+    }
+
+
+def test_a_deleted_namespace_goes_with_everything_in_it(core, custom, namespace, audit):
+    nad = ("k8s.cni.cncf.io", "v1", namespace, "network-attachment-definitions")
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "settings"}})
+    custom.create_namespaced_custom_object(*nad, _network_attachment_definition("rdma-net"))
+
+    core.delete_namespace(namespace)
+    # The API server only marks it; the namespace controller empties and removes it.
+    assert core.read_namespace(namespace).status.phase == "Terminating"
+    _wait_until_gone(core.read_namespace, namespace)
+
+    assert core.list_namespaced_config_map(namespace).items == []
+    assert custom.list_namespaced_custom_object(*nad)["items"] == []
+    cleared = {
+        w.resource for w in audit.writes(CONTROLLER_MANAGER_USER) if w.namespace == namespace
+    }
+    assert {"configmaps", "network-attachment-definitions", "namespaces/finalize"} <= cleared
+
+
+def test_an_object_whose_owner_is_deleted_is_garbage_collected(core, namespace, audit):
+    owner = core.create_namespaced_config_map(namespace, {"metadata": {"name": "owner"}})
+    keeper = core.create_namespaced_config_map(namespace, {"metadata": {"name": "keeper"}})
+
+    def owned_by(name: str, by) -> dict:
+        reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": by.metadata.name}
+        reference["uid"] = by.metadata.uid
+        return {"metadata": {"name": name, "ownerReferences": [reference]}}
+
+    core.create_namespaced_config_map(namespace, owned_by("dependent", owner))
+    core.create_namespaced_config_map(namespace, owned_by("kept", keeper))
+
+    core.delete_namespaced_config_map("owner", namespace)
+    _wait_until_gone(core.read_namespaced_config_map, "dependent", namespace)
+
+    collected = [
+        (w.verb, w.resource, w.name)
+        for w in audit.writes(CONTROLLER_MANAGER_USER)
+        if w.namespace == namespace
+    ]
+    assert collected == [("delete", "configmaps", "dependent")]
+    # An object whose owner still exists stays.
+    assert core.read_namespaced_config_map("kept", namespace).metadata.name == "kept"
+
+
+OPENSHIFT_CONFIG = {
+    "ClusterVersion": (
+        "clusterversions",
+        {"channel": "stable-4.20", "clusterID": str(uuid.uuid4())},
+        {
+            "desired": {"version": "4.20.3", "channels": ["stable-4.20", "fast-4.20"]},
+            "history": [
+                {"version": "4.20.3", "state": "Completed"},
+                {"version": "4.20.1", "state": "Completed"},
+            ],
+        },
+    ),
+    "Infrastructure": (
+        "infrastructures",
+        {"platformSpec": {"type": "BareMetal"}},
+        {
+            "controlPlaneTopology": "HighlyAvailable",
+            "infrastructureTopology": "HighlyAvailable",
+            "platform": "BareMetal",
+        },
+    ),
+}
+
+
+@pytest.fixture
+def openshift_config(custom):
+    """Create one object of a config.openshift.io/v1 kind (status through its subresource), named
+    apart from the simulator's `version` and `cluster`; delete it afterwards."""
+    created = []
+
+    def create(kind: str, status: dict | None = None) -> dict:
+        plural, spec, default_status = OPENSHIFT_CONFIG[kind]
+        name = f"test-{uuid.uuid4().hex[:8]}"
+        body = {
+            "apiVersion": "config.openshift.io/v1",
+            "kind": kind,
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+        stored = custom.create_cluster_custom_object("config.openshift.io", "v1", plural, body)
+        created.append((plural, name))
+        stored["status"] = status or default_status
+        return custom.replace_cluster_custom_object_status(
+            "config.openshift.io", "v1", plural, name, stored
+        )
+
+    yield create
+    for plural, name in created:
+        custom.delete_cluster_custom_object("config.openshift.io", "v1", plural, name)
+
+
+@pytest.mark.parametrize("kind", ["ClusterVersion", "Infrastructure"])
+def test_openshift_config_kinds_are_served(harness, custom, openshift_config, kind):
+    plural, spec, status = OPENSHIFT_CONFIG[kind]
+    crd = client.ApiextensionsV1Api(harness).read_custom_resource_definition(
+        f"{plural}.config.openshift.io"
+    )
+    assert crd.spec.scope == "Cluster"
+    assert any(c.type == "Established" and c.status == "True" for c in crd.status.conditions)
+    assert f"{plural}.config.openshift.io.yaml" not in {p.name for p in crd_files()}
+    assert [p.name for p in harness_crd_files()] == ["config.openshift.io.yaml"]
+
+    name = openshift_config(kind)["metadata"]["name"]
+    read = custom.get_cluster_custom_object("config.openshift.io", "v1", plural, name)
+    assert read["kind"] == kind
+    # Every field is kept, the typed ones and the rest: spec and status preserve unknown fields.
+    assert read["spec"] == spec
+    assert read["status"] == status
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "field"),
+    [
+        ("ClusterVersion", {"history": [{"version": "4.20.3", "state": "Done"}]}, "state"),
+        ("ClusterVersion", {"desired": {"version": 4.2}}, "status.desired.version"),
+        ("Infrastructure", {"controlPlaneTopology": "TwoNodes"}, "controlPlaneTopology"),
+    ],
+)
+def test_openshift_config_typed_fields_are_validated(openshift_config, kind, status, field):
+    with pytest.raises(ApiException) as raised:
+        openshift_config(kind, status)
+    assert raised.value.status == 422
+    assert field in raised.value.body
