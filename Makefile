@@ -37,7 +37,7 @@ $(COLLECTION_LINK):
 venv: $(BIN)/activate $(COLLECTION_LINK) ## create .venv with the pinned requirements
 
 .PHONY: binaries
-binaries: ## build (or find) kube-apiserver, etcd and kubectl from the Go module proxy
+binaries: ## build (or find) kube-apiserver, kube-controller-manager, etcd and kubectl from the Go module proxy
 	bash hack/build-control-plane.sh
 
 .PHONY: cluster-up

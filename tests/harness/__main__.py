@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
             processes = plane.processes()
             for process in processes:
                 state = "running" if process.alive() else "gone"
-                print(f"{process.name:16} pid {process.pid:<8} {state}")
+                print(f"{process.name:24} pid {process.pid:<8} {state}")
             if not processes:
                 print(f"no control plane recorded in {plane.state_dir}")
             return 0 if plane.running() else 1
