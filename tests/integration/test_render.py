@@ -14,7 +14,7 @@ import yaml
 from kubernetes import dynamic
 from kubernetes.client.rest import ApiException
 
-from tests.harness.controlplane import REPO_ROOT, api_client
+from tests.harness.controlplane import REPO_ROOT, api_client, started
 from tests.unit.inventories import NAMES
 
 RENDER = REPO_ROOT / "playbooks" / "render.yml"
@@ -61,8 +61,11 @@ def assert_kept(stored, sent, path="") -> None:
 
 
 @pytest.fixture(scope="module")
-def resources(control_plane):
-    return dynamic.DynamicClient(api_client(control_plane.harness_kubeconfig))
+def resources(tmp_path_factory):
+    """A control plane of its own, empty of the collection's objects, so that every rendered
+    object can be tried with a dry-run create whatever other tests applied to the shared one."""
+    with started(tmp_path_factory.mktemp("render")) as plane:
+        yield dynamic.DynamicClient(api_client(plane.harness_kubeconfig))
 
 
 def server_side_dry_run(resources, obj: dict) -> dict:

@@ -270,14 +270,24 @@ OPERATOR_NAMESPACES = [
 ]
 
 
+@pytest.fixture
+def users_objects(custom, core):
+    """A user's object of every managed kind; removed afterwards, whatever the test did (a
+    foreign ClusterPolicy left behind would stop every later site.yml in preflight)."""
+    theirs = user_objects()
+    yield theirs
+    for obj in reversed(theirs):
+        _delete(custom, core, obj)
+
+
 @pytest.mark.parametrize("inventory", CONFIGURATIONS)
 def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
-    inventory, run_playbook, harness, custom, core, control_plane
+    inventory, run_playbook, harness, custom, core, control_plane, users_objects
 ):
     nodes_for(harness, inventory)
     assert recap(site(run_playbook, inventory).stdout)["failed"] == 0
     assert csvs(custom, OPERATOR_NAMESPACES), "the operators are installed"
-    theirs = user_objects()
+    theirs = users_objects
     for obj in theirs:
         create(custom, core, obj)
 
@@ -323,9 +333,6 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
     )
     assert recap(second.stdout)["changed"] == 0
     assert again.writes(ADMIN_USER) == []
-
-    for obj in reversed(theirs):
-        _delete(custom, core, obj)
 
 
 def _ns(name: str) -> dict:
