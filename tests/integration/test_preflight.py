@@ -186,6 +186,55 @@ def test_interfaces_that_are_missing_or_of_the_wrong_link_type(
     assert expected in output
 
 
+def test_a_nic_with_fewer_vfs_than_asked(run_playbook, harness, custom, control_plane):
+    nodes_for(harness, "sriov-legacy-roce")
+    site(run_playbook, "sriov-legacy-roce")  # the SR-IOV operator now reports the NICs
+    remove_nodes(harness)
+    register_nodes(
+        harness, 2, nfd_labels=True, hardware=Hardware(nics=(Nic("ens8f0np0", total_vfs=4),))
+    )
+
+    def reports_four():
+        states = custom.list_namespaced_custom_object(
+            "sriovnetwork.openshift.io", "v1", SRIOV_NAMESPACE, "sriovnetworknodestates"
+        )["items"]
+        return states and all(
+            i.get("totalvfs") == 4
+            for s in states
+            for i in (s.get("status") or {}).get("interfaces") or []
+        )
+
+    wait_for(reports_four, what="node states reporting 4 VFs")
+    output = fails_before_writing(control_plane, run_playbook, "sriov-legacy-roce")
+    assert (
+        "ERROR interfaces: gpudirect_rdma_sriov_num_vfs is 8 but ens8f0np0 on node worker-0 "
+        "supports at most 4 VFs" in output
+    )
+    nodes_for(harness, "sriov-legacy-roce")
+
+
+def test_intel_nics_without_the_irdma_blacklist_are_a_warning(run_playbook, harness, core):
+    nodes_for(harness, "shared-device-roce")
+    core.patch_node(
+        "worker-0",
+        {"metadata": {"labels": {"feature.node.kubernetes.io/pci-8086.present": "true"}}},
+    )
+    result = run_playbook(
+        PREFLIGHT,
+        "-i",
+        str(REPO_ROOT / "inventories" / "shared-device-roce"),
+        "-e",
+        "gpudirect_rdma_blacklist_irdma=false",
+        check=False,
+    )
+    output = flat(result)
+    assert result.returncode == 0, output[-3000:]
+    assert (
+        "WARNING irdma: nodes with Intel NICs (worker-0) may load irdma, which breaks the DOCA "
+        "driver reload: set gpudirect_rdma_blacklist_irdma: true" in output
+    )
+
+
 def _foreign_nic_cluster_policy(custom) -> dict:
     try:
         custom.delete_cluster_custom_object(

@@ -34,6 +34,7 @@ class Nic:
     name: str
     link_type: str = "eth"  # eth | ib
     mac: str = ""
+    total_vfs: int = 0  # 0: what the NIC's firmware allows by default (16 on IB, 127 on Ethernet)
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,13 @@ class Hardware:
             {
                 "gpus": self.gpus,
                 "nics": [
-                    {"name": n.name, "linkType": n.link_type, "mac": n.mac} for n in self.nics
+                    {
+                        "name": n.name,
+                        "linkType": n.link_type,
+                        "mac": n.mac,
+                        **({"totalVfs": n.total_vfs} if n.total_vfs else {}),
+                    }
+                    for n in self.nics
                 ],
             },
             sort_keys=True,
@@ -59,7 +66,8 @@ def _mac(index: int, port: int) -> str:
 
 def node_object(name: str, index: int, hardware: Hardware, nfd_labels: bool) -> dict:
     nics = tuple(
-        Nic(n.name, n.link_type, n.mac or _mac(index, port)) for port, n in enumerate(hardware.nics)
+        Nic(n.name, n.link_type, n.mac or _mac(index, port), n.total_vfs)
+        for port, n in enumerate(hardware.nics)
     )
     hardware = Hardware(hardware.gpus, nics)
     labels = {

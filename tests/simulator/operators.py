@@ -285,7 +285,7 @@ class SriovOperator:
                         "deviceID": "101d",
                         "linkType": "IB" if nic["linkType"] == "ib" else "ETH",
                         "mac": nic["mac"],
-                        "totalvfs": 16 if nic["linkType"] == "ib" else 127,
+                        "totalvfs": nic.get("totalVfs") or (16 if nic["linkType"] == "ib" else 127),
                         "numVfs": policy["spec"]["numVfs"] if policy else 0,
                         "pciAddress": f"0000:{len(interfaces) + 0x17:02x}:00.0",
                     }
