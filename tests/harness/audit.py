@@ -63,6 +63,8 @@ class AuditLog:
         """The completed requests since the mark, by user when one is named."""
         if not self.path.exists():
             return []
+        if self.path.stat().st_size < self._offset:
+            raise RuntimeError(f"{self.path} was rotated since mark(): requests are lost")
         with self.path.open("rb") as log:
             log.seek(self._offset)
             lines = log.read().splitlines()

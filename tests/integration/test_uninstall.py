@@ -287,6 +287,10 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
     nodes_for(harness, inventory)
     assert recap(site(run_playbook, inventory).stdout)["failed"] == 0
     assert csvs(custom, OPERATOR_NAMESPACES), "the operators are installed"
+    policy = custom.get_cluster_custom_object(
+        "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
+    )
+    assert policy["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpudirect.rdma"
     theirs = users_objects
     for obj in theirs:
         create(custom, core, obj)
@@ -314,6 +318,7 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
 
     deletes = [w for w in audit.writes(ADMIN_USER) if w.verb == "delete"]
     order = [w.resource for w in deletes]
+    assert "nicclusterpolicies" in order, [str(w) for w in audit.requests(ADMIN_USER)]
     assert order.index("nicclusterpolicies") > max(
         i for i, r in enumerate(order) if r.endswith("networks") or r == "sriovnetworknodepolicies"
     ), order
