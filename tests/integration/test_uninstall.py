@@ -5,8 +5,11 @@ on a second run."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
-from kubernetes.client.rest import ApiException
+from kubernetes import dynamic
+from kubernetes.dynamic.exceptions import ConflictError, NotFoundError
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
 from tests.harness.audit import AuditLog
@@ -26,24 +29,6 @@ CONFIGURATIONS = [
 ]
 USER_NAMESPACE = "team-rdma"
 SRIOV_NAMESPACE = "openshift-sriov-network-operator"
-PLURALS = {
-    "Pod": "pods",
-    "MacvlanNetwork": "macvlannetworks",
-    "IPoIBNetwork": "ipoibnetworks",
-    "HostDeviceNetwork": "hostdevicenetworks",
-    "SriovNetwork": "sriovnetworks",
-    "SriovIBNetwork": "sriovibnetworks",
-    "IPPool": "ippools",
-    "SriovNetworkNodePolicy": "sriovnetworknodepolicies",
-    "ClusterPolicy": "clusterpolicies",
-    "NicClusterPolicy": "nicclusterpolicies",
-    "SriovOperatorConfig": "sriovoperatorconfigs",
-    "NodeFeatureDiscovery": "nodefeaturediscoveries",
-    "Subscription": "subscriptions",
-    "OperatorGroup": "operatorgroups",
-    "MachineConfig": "machineconfigs",
-    "Namespace": "namespaces",
-}
 IPAM = '{"type": "whereabouts", "range": "10.9.0.0/24"}'
 
 
@@ -186,67 +171,44 @@ def user_objects() -> list[dict]:
     ]
 
 
-def _api(api_version: str) -> tuple[str, str]:
-    group, _, version = api_version.rpartition("/")
-    return group, version
+@pytest.fixture(scope="module")
+def kube(harness) -> dynamic.DynamicClient:
+    return dynamic.DynamicClient(harness)
 
 
-def create(harness_custom, core, obj: dict) -> None:
-    kind, metadata = obj["kind"], obj["metadata"]
+def _resource(kube, obj: dict):
+    return kube.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+
+
+def create(kube, obj: dict) -> None:
+    with contextlib.suppress(ConflictError):
+        _resource(kube, obj).create(body=obj, namespace=obj["metadata"].get("namespace"))
+
+
+def exists(kube, obj: dict) -> bool:
+    metadata = obj["metadata"]
     try:
-        if kind == "Namespace":
-            core.create_namespace(obj)
-        elif kind == "Pod":
-            core.create_namespaced_pod(metadata["namespace"], obj)
-        elif metadata.get("namespace"):
-            harness_custom.create_namespaced_custom_object(
-                *_api(obj["apiVersion"]), metadata["namespace"], PLURALS[kind], obj
-            )
-        else:
-            harness_custom.create_cluster_custom_object(
-                *_api(obj["apiVersion"]), PLURALS[kind], obj
-            )
-    except ApiException as error:
-        if error.status != 409:
-            raise
-
-
-def exists(custom, core, obj: dict) -> bool:
-    kind, metadata = obj["kind"], obj["metadata"]
-    try:
-        if kind == "Namespace":
-            found = core.read_namespace(metadata["name"])
-            return found.status.phase == "Active"
-        if kind == "Pod":
-            core.read_namespaced_pod(metadata["name"], metadata["namespace"])
-        elif metadata.get("namespace"):
-            custom.get_namespaced_custom_object(
-                *_api(obj["apiVersion"]), metadata["namespace"], PLURALS[kind], metadata["name"]
-            )
-        else:
-            custom.get_cluster_custom_object(
-                *_api(obj["apiVersion"]), PLURALS[kind], metadata["name"]
-            )
-    except ApiException as error:
-        assert error.status == 404, error
+        found = _resource(kube, obj).get(name=metadata["name"], namespace=metadata.get("namespace"))
+    except NotFoundError:
         return False
-    return True
+    return obj["kind"] != "Namespace" or found.status.phase == "Active"
 
 
-def managed_left(custom, core) -> list[str]:
+def delete(kube, obj: dict) -> None:
+    metadata = obj["metadata"]
+    with contextlib.suppress(NotFoundError):
+        _resource(kube, obj).delete(name=metadata["name"], namespace=metadata.get("namespace"))
+
+
+def managed_left(kube) -> list[str]:
     left = []
     for api_version, kind, _ in MANAGED_KINDS:
-        if kind == "Namespace":
-            items = core.list_namespace(label_selector=MANAGED).items
-            left += [f"Namespace {n.metadata.name}" for n in items]
-        elif kind == "Pod":
-            items = core.list_pod_for_all_namespaces(label_selector=MANAGED).items
-            left += [f"Pod {p.metadata.namespace}/{p.metadata.name}" for p in items]
-        else:
-            items = custom.list_cluster_custom_object(
-                *_api(api_version), PLURALS[kind], label_selector=MANAGED
-            )["items"]
-            left += [f"{kind} {i['metadata']['name']}" for i in items]
+        items = _resource(kube, {"apiVersion": api_version, "kind": kind}).get(
+            label_selector=MANAGED
+        )
+        for item in items.to_dict()["items"]:
+            where = item["metadata"].get("namespace")
+            left.append(f"{kind} {where + '/' if where else ''}{item['metadata']['name']}")
     return left
 
 
@@ -271,18 +233,18 @@ OPERATOR_NAMESPACES = [
 
 
 @pytest.fixture
-def users_objects(custom, core):
+def users_objects(kube):
     """A user's object of every managed kind; removed afterwards, whatever the test did (a
     foreign ClusterPolicy left behind would stop every later site.yml in preflight)."""
     theirs = user_objects()
     yield theirs
     for obj in reversed(theirs):
-        _delete(custom, core, obj)
+        delete(kube, obj)
 
 
 @pytest.mark.parametrize("inventory", CONFIGURATIONS)
 def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
-    inventory, run_playbook, harness, custom, core, control_plane, users_objects
+    inventory, run_playbook, harness, custom, kube, control_plane, users_objects
 ):
     nodes_for(harness, inventory)
     assert recap(site(run_playbook, inventory).stdout)["failed"] == 0
@@ -293,7 +255,7 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
     assert policy["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpudirect.rdma"
     theirs = users_objects
     for obj in theirs:
-        create(custom, core, obj)
+        create(kube, obj)
 
     audit = AuditLog(control_plane.audit_log).mark()
     check = run_playbook(UNINSTALL, "--check", "--diff")
@@ -311,9 +273,9 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
         "gpudirect_rdma_uninstall_timeout=90",
     )
     assert recap(result.stdout)["failed"] == 0
-    assert managed_left(custom, core) == []
-    assert [ns for ns in OPERATOR_NAMESPACES if exists(custom, core, _ns(ns))] == []
-    kept = [f"{o['kind']} {o['metadata']['name']}" for o in theirs if not exists(custom, core, o)]
+    assert managed_left(kube) == []
+    assert [ns for ns in OPERATOR_NAMESPACES if exists(kube, _ns(ns))] == []
+    kept = [f"{o['kind']} {o['metadata']['name']}" for o in theirs if not exists(kube, o)]
     assert kept == [], f"user objects removed: {kept}"
 
     deletes = [w for w in audit.writes(ADMIN_USER) if w.verb == "delete"]
@@ -344,32 +306,12 @@ def _ns(name: str) -> dict:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
-def _delete(custom, core, obj: dict) -> None:
-    kind, metadata = obj["kind"], obj["metadata"]
-    try:
-        if kind == "Namespace":
-            core.delete_namespace(metadata["name"])
-        elif kind == "Pod":
-            core.delete_namespaced_pod(metadata["name"], metadata["namespace"])
-        elif metadata.get("namespace"):
-            custom.delete_namespaced_custom_object(
-                *_api(obj["apiVersion"]), metadata["namespace"], PLURALS[kind], metadata["name"]
-            )
-        else:
-            custom.delete_cluster_custom_object(
-                *_api(obj["apiVersion"]), PLURALS[kind], metadata["name"]
-            )
-    except ApiException as error:
-        if error.status != 404:
-            raise
-
-
 def test_namespaces_that_existed_before_or_hold_a_users_objects_are_kept(
-    run_playbook, harness, custom, core
+    run_playbook, harness, core, kube
 ):
     run_playbook(UNINSTALL, "-e", "gpudirect_rdma_uninstall_namespaces=true")
     wait_for(
-        lambda: not any(exists(custom, core, _ns(n)) for n in OPERATOR_NAMESPACES),
+        lambda: not any(exists(kube, _ns(n)) for n in OPERATOR_NAMESPACES),
         what="the operator namespaces gone",
     )
     nodes_for(harness, "sriov-legacy-roce")
@@ -381,7 +323,7 @@ def test_namespaces_that_existed_before_or_hold_a_users_objects_are_kept(
         **next(o for o in user_objects() if o["kind"] == "SriovNetworkNodePolicy"),
     }
     theirs["metadata"] = {**theirs["metadata"], "namespace": SRIOV_NAMESPACE}
-    create(custom, core, theirs)
+    create(kube, theirs)
 
     result = run_playbook(UNINSTALL, "-e", "gpudirect_rdma_uninstall_namespaces=true", "-v")
     output = " ".join(result.stdout.split())
@@ -391,7 +333,7 @@ def test_namespaces_that_existed_before_or_hold_a_users_objects_are_kept(
         "openshift-sriov-network-operator/team-policy" in output
     )
     assert core.read_namespace("nvidia-gpu-operator").status.phase == "Active"
-    assert exists(custom, core, theirs)
-    assert not exists(custom, core, _ns("openshift-nfd"))
-    _delete(custom, core, theirs)
+    assert exists(kube, theirs)
+    assert not exists(kube, _ns("openshift-nfd"))
+    delete(kube, theirs)
     core.delete_namespace("nvidia-gpu-operator")

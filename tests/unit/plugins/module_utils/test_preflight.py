@@ -14,7 +14,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import build_objects
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
-from tests.unit.inventories import inputs
+from tests.unit.inventories import NAMES, inputs
 
 OURS = {"app.kubernetes.io/managed-by": "gpudirect.rdma"}
 NFD = {
@@ -58,18 +58,7 @@ def messages(findings, severity):
     return [f"{f['check']}: {f['message']}" for f in findings if f["severity"] == severity]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "shared-device-roce",
-        "shared-device-infiniband",
-        "host-device-roce",
-        "host-device-infiniband",
-        "sriov-legacy-roce",
-        "sriov-legacy-infiniband",
-        "multi-rail-hgx",
-    ],
-)
+@pytest.mark.parametrize("name", NAMES)
 def test_a_healthy_cluster_has_no_error_and_no_warning(name):
     plan = plan_of(name)
     findings, _ = run(plan, healthy(plan))
