@@ -16,6 +16,7 @@ import time
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     FIELD_MANAGER,
     NotServed,
+    list_if_served,
 )
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -292,12 +293,9 @@ def owned_objects(cluster, kinds: list[dict], label_selector: str = "") -> list[
     selector = ",".join(s for s in (f"{MANAGED_BY_LABEL}={MANAGED_BY}", label_selector) if s)
     found = []
     for kind in kinds:
-        try:
-            items = cluster.list(kind["apiVersion"], kind["kind"], label_selector=selector)
-        except NotServed:
-            continue  # a kind that is not served has no objects
+        items = list_if_served(cluster, kind["apiVersion"], kind["kind"], label_selector=selector)
         found.extend(
-            {**item, "apiVersion": kind["apiVersion"], "kind": kind["kind"]} for item in items
+            {**item, "apiVersion": kind["apiVersion"], "kind": kind["kind"]} for item in items or []
         )
     return found
 

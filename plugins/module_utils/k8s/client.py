@@ -113,3 +113,22 @@ class Cluster:
             _request_timeout=timeout,
         )
         return response.data.decode("utf-8", errors="replace")
+
+
+def list_if_served(
+    cluster, api_version: str, kind: str, namespace=None, label_selector=None
+) -> list[dict] | None:
+    """cluster.list, or None when the API server does not serve the kind (its operator is not
+    installed, so there are no such objects)."""
+    try:
+        return cluster.list(api_version, kind, namespace, label_selector)
+    except NotServed:
+        return None
+
+
+def get_if_served(cluster, api_version: str, kind: str, name: str, namespace=None) -> dict | None:
+    """cluster.get, or None when the kind is not served (no such object either)."""
+    try:
+        return cluster.get(api_version, kind, name, namespace)
+    except NotServed:
+        return None

@@ -20,7 +20,10 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     identity,
     owned_by_collection,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+    get_if_served,
+    list_if_served,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import METHOD_COMPONENTS
 
 SEVERITIES = ("error", "warning", "ok", "skipped")
@@ -68,33 +71,21 @@ class Facts:
 
 
 # -- gather (reads only) -----------------------------------------------------------------------
-def _maybe_list(cluster, api_version: str, kind: str, namespace=None) -> list | None:
-    try:
-        return cluster.list(api_version, kind, namespace)
-    except NotServed:
-        return None
-
-
-def _maybe_get(cluster, api_version: str, kind: str, name: str, namespace=None) -> dict | None:
-    try:
-        return cluster.get(api_version, kind, name, namespace)
-    except NotServed:
-        return None
-
-
 def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
     """Read what evaluate needs (the caller turns an unreachable API server into api_error)."""
     facts = Facts(server=cluster.server)
 
-    version = _maybe_get(cluster, "config.openshift.io/v1", "ClusterVersion", "version")
+    version = get_if_served(cluster, "config.openshift.io/v1", "ClusterVersion", "version")
     facts.openshift = version is not None
     if version is not None:
         facts.cluster_version = ((version.get("status") or {}).get("desired") or {}).get("version")
-    infrastructure = _maybe_get(cluster, "config.openshift.io/v1", "Infrastructure", "cluster")
+    infrastructure = get_if_served(cluster, "config.openshift.io/v1", "Infrastructure", "cluster")
     if infrastructure is not None:
         facts.topology = (infrastructure.get("status") or {}).get("controlPlaneTopology")
 
-    facts.olm = _maybe_list(cluster, "operators.coreos.com/v1alpha1", "CatalogSource") is not None
+    facts.olm = (
+        list_if_served(cluster, "operators.coreos.com/v1alpha1", "CatalogSource") is not None
+    )
     if facts.olm:
         for sub in (o for o in objects if o["kind"] == "Subscription"):
             spec = sub["spec"]
@@ -115,7 +106,7 @@ def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
         {"name": n["metadata"]["name"], "labels": n["metadata"].get("labels") or {}}
         for n in cluster.list("v1", "Node")
     ]
-    states = _maybe_list(cluster, "sriovnetwork.openshift.io/v1", "SriovNetworkNodeState")
+    states = list_if_served(cluster, "sriovnetwork.openshift.io/v1", "SriovNetworkNodeState")
     if states:
         facts.node_states = {
             s["metadata"]["name"]: [
@@ -129,7 +120,7 @@ def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
             for s in states
             if (s.get("status") or {}).get("interfaces")
         } or None
-    devices = _maybe_list(cluster, "configuration.net.nvidia.com/v1alpha1", "NicDevice")
+    devices = list_if_served(cluster, "configuration.net.nvidia.com/v1alpha1", "NicDevice")
     if devices:
         facts.nic_devices = {}
         for device in devices:
@@ -140,17 +131,17 @@ def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
 
     for obj in objects:
         metadata = obj["metadata"]
-        facts.live[identity(obj)] = _maybe_get(
+        facts.live[identity(obj)] = get_if_served(
             cluster, obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace")
         )
     for api_version, kind in METHOD_KINDS:
-        for item in _maybe_list(cluster, api_version, kind) or []:
+        for item in list_if_served(cluster, api_version, kind) or []:
             facts.method_objects.append({**item, "apiVersion": api_version, "kind": kind})
-    facts.cluster_policies = _maybe_list(cluster, "nvidia.com/v1", "ClusterPolicy") or []
+    facts.cluster_policies = list_if_served(cluster, "nvidia.com/v1", "ClusterPolicy") or []
     facts.pool_configs = (
-        _maybe_list(cluster, "sriovnetwork.openshift.io/v1", "SriovNetworkPoolConfig") or []
+        list_if_served(cluster, "sriovnetwork.openshift.io/v1", "SriovNetworkPoolConfig") or []
     )
-    facts.machine_config_pool = _maybe_get(
+    facts.machine_config_pool = get_if_served(
         cluster,
         "machineconfiguration.openshift.io/v1",
         "MachineConfigPool",

@@ -27,7 +27,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     owned_by_collection,
     owned_objects,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import list_if_served
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import (
     MANAGED_KINDS,
     kinds,
@@ -47,9 +47,8 @@ def installed_csvs(cluster, subscriptions: list[dict], operator_groups: list[dic
     groups = {(g["metadata"]["namespace"], g["metadata"]["name"]) for g in operator_groups}
     found = []
     for namespace in sorted({ns for ns, _ in wanted} | {ns for ns, _ in groups}):
-        try:
-            csvs = cluster.list(OLM_V1ALPHA1, "ClusterServiceVersion", namespace)
-        except NotServed:
+        csvs = list_if_served(cluster, OLM_V1ALPHA1, "ClusterServiceVersion", namespace)
+        if csvs is None:
             return []
         for csv in csvs:
             metadata = csv["metadata"]
@@ -98,11 +97,7 @@ class Remover:
         for kind in kinds():
             if kind["kind"] in ("Namespace", "Pod"):  # pods: the operators' own workloads
                 continue
-            try:
-                items = self.cluster.list(kind["apiVersion"], kind["kind"])
-            except NotServed:
-                continue
-            for item in items:
+            for item in list_if_served(self.cluster, kind["apiVersion"], kind["kind"]) or []:
                 namespace = item["metadata"].get("namespace")
                 if namespace and not owned_by_collection(item):
                     foreign.setdefault(namespace, []).append(identity({**item, **kind}))
