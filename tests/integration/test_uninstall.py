@@ -187,7 +187,7 @@ def user_objects() -> list[dict]:
 
 
 def _api(api_version: str) -> tuple[str, str]:
-    group, _, version = api_version.rpartition("/")
+    group, _slash, version = api_version.rpartition("/")
     return group, version
 
 
@@ -235,7 +235,7 @@ def exists(custom, core, obj: dict) -> bool:
 
 def managed_left(custom, core) -> list[str]:
     left = []
-    for api_version, kind, _ in MANAGED_KINDS:
+    for api_version, kind, _stage in MANAGED_KINDS:
         if kind == "Namespace":
             items = core.list_namespace(label_selector=MANAGED).items
             left += [f"Namespace {n.metadata.name}" for n in items]
