@@ -87,6 +87,10 @@ integration: venv ## integration tests and molecule scenarios against their own 
 build: venv ## build the collection tarball
 	$(BIN)/ansible-galaxy collection build --force --output-path build
 
+.PHONY: ee
+ee: build ## execution environment build context in build/ee (ansible-builder create; podman builds it)
+	$(BIN)/ansible-builder create -f meta/execution-environment.yml -c build/ee --output-filename Containerfile
+
 .PHONY: test
 test: lint unit sanity integration build ## everything CI runs
 
