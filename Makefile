@@ -87,12 +87,16 @@ integration: venv ## integration tests and molecule scenarios against their own 
 build: venv ## build the collection tarball
 	$(BIN)/ansible-galaxy collection build --force --output-path build
 
+.PHONY: artifact
+artifact: build ## the tarball installed and run by FQCN; the execution environment context made from it
+	$(BIN)/pytest tests/artifact
+
 .PHONY: ee
 ee: build ## execution environment build context in build/ee (ansible-builder create; podman builds it)
 	$(BIN)/ansible-builder create -f meta/execution-environment.yml -c build/ee --output-filename Containerfile
 
 .PHONY: test
-test: lint unit sanity integration build ## everything CI runs
+test: lint unit sanity integration build artifact ## everything CI runs
 
 .PHONY: benchmark
 benchmark: venv ## benchmarks (not part of make test): plan + render at 1 node and 1,000 nodes x 8 rails
