@@ -71,6 +71,10 @@ lint: venv ## yamllint, ruff, ansible-lint (production profile)
 unit: venv ## unit tests (no cluster)
 	$(BIN)/pytest tests/unit
 
+.PHONY: sanity
+sanity: venv ## ansible-test sanity, every test, on the venv's Python (no Docker, no Galaxy)
+	PYTHON=$(BIN)/python hack/ansible-test.sh
+
 .PHONY: integration
 integration: venv ## integration tests and molecule scenarios against their own local control plane
 	@set -e; trap '$(MAKE) --no-print-directory cluster-down STATE_DIR=$(TEST_STATE_DIR)' EXIT; \
@@ -83,8 +87,16 @@ integration: venv ## integration tests and molecule scenarios against their own 
 build: venv ## build the collection tarball
 	$(BIN)/ansible-galaxy collection build --force --output-path build
 
+.PHONY: artifact
+artifact: build ## the tarball installed and run by FQCN; the execution environment context made from it
+	$(BIN)/pytest tests/artifact
+
+.PHONY: ee
+ee: build ## execution environment build context in build/ee (ansible-builder create; podman builds it)
+	$(BIN)/ansible-builder create -f meta/execution-environment.yml -c build/ee --output-filename Containerfile
+
 .PHONY: test
-test: lint unit integration build ## everything CI runs
+test: lint unit sanity integration build artifact ## everything CI runs
 
 .PHONY: benchmark
 benchmark: venv ## benchmarks (not part of make test): plan + render at 1 node and 1,000 nodes x 8 rails

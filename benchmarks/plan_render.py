@@ -52,7 +52,7 @@ def inputs(nodes: int, rails: int) -> dict:
 
 def engine(case: dict, repeat: int) -> tuple[float, int, int]:
     best = float("inf")
-    for _ in range(repeat):
+    for _round in range(repeat):
         began = time.perf_counter()
         objects = build_objects(build_plan(case))
         files = kustomize_tree(objects)

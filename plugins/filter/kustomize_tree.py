@@ -4,7 +4,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: kustomize_tree
-author: gpudirect.rdma maintainers
+author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: Lay Kubernetes objects out as a kustomize tree
 description:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: perftest_results
-author: gpudirect.rdma maintainers
+author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: Parse the output of perftest's ib_write_bw
 description:

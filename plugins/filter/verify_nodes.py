@@ -4,7 +4,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: verify_nodes
-author: gpudirect.rdma maintainers
+author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: The nodes that can run the GPUDirect bandwidth test
 description:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: verify_report
-author: gpudirect.rdma maintainers
+author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: Judge a GPUDirect bandwidth test run from its pods' logs
 description:
@@ -54,7 +54,9 @@ _value:
       description: Every pair passed.
       type: bool
     pairs:
-      description: Per rail, the nodes, the client's numbers (C(bw_average_gbps), C(bw_peak_gbps), C(msg_rate_mpps), C(device), C(link_type), C(gid_index), C(gpu_memory)), C(passed) and C(problems).
+      description: Per rail, the nodes, the client's numbers (C(bw_average_gbps), C(bw_peak_gbps),
+        C(msg_rate_mpps), C(device), C(link_type), C(gid_index), C(gpu_memory)),
+        C(passed) and C(problems).
       type: list
       elements: dict
     table:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: diagnostics
-author: gpudirect.rdma maintainers
+author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: Gather the cluster state that explains a failure into one archive
 description:
@@ -46,15 +46,15 @@ options:
   failure:
     description:
       - The failure to explain, written to the summary; omit when gathering on demand.
-      - In a C(rescue), C(task) is C(ansible_failed_task.name), C(message) is C(ansible_failed_result.msg)
+      - In a C(rescue), C(task) is C(ansible_failed_task.name), C(msg) is C(ansible_failed_result.msg)
         and C(gate) is C(ansible_failed_result.gate) (returned by M(gpudirect.rdma.wait) on failure).
     type: dict
     suboptions:
       task:
         description: Name of the task that failed.
         type: str
-      message:
-        description: Its message.
+      msg:
+        description: Its message, written to the summary as C(message).
         type: str
       gate:
         description: The gate that was not met, as M(gpudirect.rdma.wait) returns it; its C(objects) are
@@ -84,7 +84,7 @@ EXAMPLES = r"""
         dest: /var/tmp/gpudirect-rdma-diagnostics
         failure:
           task: "{{ ansible_failed_task.name }}"
-          message: "{{ ansible_failed_result.msg }}"
+          msg: "{{ ansible_failed_result.msg }}"
           gate: "{{ ansible_failed_result.gate | default(none) }}"
         namespaces: [nvidia-network-operator]
       register: diagnostics
@@ -154,9 +154,16 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics imp
 
 FAILURE_SPEC = {
     "task": {"type": "str"},
-    "message": {"type": "str"},
+    "msg": {"type": "str"},
     "gate": {"type": "dict"},
 }
+
+
+def summary_failure(failure):
+    """The failure as the summary names it: msg becomes message."""
+    if failure is None:
+        return None
+    return {"task": failure["task"], "message": failure["msg"], "gate": failure["gate"]}
 
 
 def main():
@@ -183,7 +190,7 @@ def main():
         result = collect(
             cluster,
             module.params["dest"],
-            failure=module.params["failure"],
+            failure=summary_failure(module.params["failure"]),
             namespaces=module.params["namespaces"],
             log_lines=module.params["log_lines"],
             server=server,

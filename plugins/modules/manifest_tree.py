@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: manifest_tree
-author: gpudirect.rdma maintainers
+author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: Write a rendered manifest tree to a folder
 description:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: plan
-author: gpudirect.rdma maintainers
+author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: Validate the GPUDirect RDMA inventory and return the normalised plan
 description:
@@ -86,7 +86,8 @@ options:
     type: int
     default: 63
   shared_device_resource_name:
-    description: Resource of the shared device plugin (node resource C(rdma/<name>)). Default C(rdma_shared_device_eth) on RoCE, C(rdma_shared_device_ib) on InfiniBand.
+    description: Resource of the shared device plugin (node resource C(rdma/<name>)). Default
+      C(rdma_shared_device_eth) on RoCE, C(rdma_shared_device_ib) on InfiniBand.
     type: str
   host_device_resource_name:
     description: Resource of the host device method (node resource C(nvidia.com/<name>)).
@@ -144,7 +145,9 @@ options:
     type: dict
     default: {}
   catalog_source:
-    description: CatalogSource of all four operators (a mirror on disconnected clusters). Default C(redhat-operators) for NFD and SR-IOV, C(certified-operators) for the NVIDIA operators.
+    description: CatalogSource of all four operators (a mirror on disconnected clusters). Default
+      C(redhat-operators) for NFD and SR-IOV, C(certified-operators) for the NVIDIA
+      operators.
     type: str
   catalog_source_namespace:
     description: Namespace of the CatalogSources.
@@ -184,7 +187,8 @@ options:
     type: bool
     default: false
   persistent_nic_names:
-    description: MachineConfig with one udev rule per entry (C(mac), C(name)) so NICs keep their names. 6-byte MACs are Ethernet, 20-byte addresses IPoIB. Reboots the pool.
+    description: MachineConfig with one udev rule per entry (C(mac), C(name)) so NICs keep their
+      names. 6-byte MACs are Ethernet, 20-byte addresses IPoIB. Reboots the pool.
     type: list
     elements: dict
     default: []

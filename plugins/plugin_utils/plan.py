@@ -604,7 +604,7 @@ def unknown_variables(names) -> list[tuple[str, str]]:
 
 
 def _release_range(versions: str) -> tuple[str, str]:
-    low, _, high = versions.partition("-")
+    low, _dash, high = versions.partition("-")
     return low.lstrip("v"), (high or low).lstrip("v")
 
 

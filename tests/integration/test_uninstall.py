@@ -202,7 +202,7 @@ def delete(kube, obj: dict) -> None:
 
 def managed_left(kube) -> list[str]:
     left = []
-    for api_version, kind, _ in MANAGED_KINDS:
+    for api_version, kind, _stage in MANAGED_KINDS:
         items = _resource(kube, {"apiVersion": api_version, "kind": kind}).get(
             label_selector=MANAGED
         )

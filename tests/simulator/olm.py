@@ -40,7 +40,7 @@ _OPERATOR_GROUP_REASONS = {"NoOperatorGroup", "TooManyOperatorGroups", "Unsuppor
 
 
 def _suffix() -> str:
-    return "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+    return "".join(secrets.choice(string.ascii_lowercase + string.digits) for _position in range(5))
 
 
 def _condition(type_: str, status: str, reason: str = "", message: str = "") -> dict:

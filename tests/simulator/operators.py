@@ -452,7 +452,7 @@ class MachineConfigOperator:
                                 "kind": "MachineConfig",
                                 "name": name,
                             }
-                            for name, _ in mine
+                            for name, _generation in mine
                         ],
                     },
                     "machineCount": count,

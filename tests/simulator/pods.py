@@ -303,7 +303,7 @@ class Pods:
                 }
             ]
             for index, network in enumerate(requested, start=1):
-                address, _ = self._address(world, metadata["namespace"], network)
+                address, _nad = self._address(world, metadata["namespace"], network)
                 status.append(
                     {
                         "name": f"{metadata['namespace']}/{network}",

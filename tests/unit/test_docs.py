@@ -32,7 +32,7 @@ def _strings_only(node, where):
             _strings_only(value, f"{where}[{index}]")
 
 
-@pytest.mark.parametrize(("plugin_type", "name"), PLUGINS, ids=[n for _, n in PLUGINS])
+@pytest.mark.parametrize(("plugin_type", "name"), PLUGINS, ids=[n for _type, n in PLUGINS])
 def test_ansible_doc_shows_documentation_examples_and_return(plugin_type, name):
     result = subprocess.run(
         [

@@ -15,7 +15,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import NAMES, inputs
 
-MANAGED = {(api_version, kind) for api_version, kind, _ in MANAGED_KINDS}
+MANAGED = {(api_version, kind) for api_version, kind, _stage in MANAGED_KINDS}
 
 
 def created(name: str) -> list[dict]:

@@ -77,7 +77,7 @@ def _stale(owned: dict, desired, path: str) -> list[str]:
     for key, below in owned.items():
         if key == ".":
             continue
-        kind, _, rest = key.partition(":")
+        kind, _colon, rest = key.partition(":")
         if kind == "f":
             if not isinstance(desired, dict) or rest not in desired:
                 found.append(f"{path}.{rest}")

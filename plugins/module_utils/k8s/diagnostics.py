@@ -99,10 +99,10 @@ def utc_now() -> datetime:
 
 def kinds_to_read() -> list[tuple[str, str, str]]:
     """KINDS, then any managed kind KINDS does not name yet (read by the label)."""
-    listed = {(api_version, kind) for api_version, kind, _ in KINDS}
+    listed = {(api_version, kind) for api_version, kind, _scope in KINDS}
     extra = [
         (api_version, kind, LABELLED)
-        for api_version, kind, _ in MANAGED_KINDS
+        for api_version, kind, _stage in MANAGED_KINDS
         if (api_version, kind) not in listed
     ]
     return [entry for entry in [*KINDS, *extra] if entry[1] not in NEVER_READ]
@@ -298,7 +298,7 @@ class Gatherer:
 
     def kind(self, api_version: str, kind: str, scope: str) -> list[dict] | None:
         """Every object of one kind this run reads, or None when the kind is not served."""
-        managed = any(api_version == a and kind == k for a, k, _ in MANAGED_KINDS)
+        managed = any(api_version == a and kind == k for a, k, _stage in MANAGED_KINDS)
         found: dict[tuple, dict] = {}
 
         def take(objects):

@@ -34,7 +34,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import (
 )
 
 OLM_V1ALPHA1 = "operators.coreos.com/v1alpha1"
-STAGES = tuple(dict.fromkeys(stage for _, _, stage in MANAGED_KINDS))
+STAGES = tuple(dict.fromkeys(stage for _api_version, _kind, stage in MANAGED_KINDS))
 
 
 def installed_csvs(cluster, subscriptions: list[dict], operator_groups: list[dict]) -> list[dict]:
@@ -46,7 +46,7 @@ def installed_csvs(cluster, subscriptions: list[dict], operator_groups: list[dic
             wanted.add((sub["metadata"]["namespace"], name))
     groups = {(g["metadata"]["namespace"], g["metadata"]["name"]) for g in operator_groups}
     found = []
-    for namespace in sorted({ns for ns, _ in wanted} | {ns for ns, _ in groups}):
+    for namespace in sorted({ns for ns, _name in wanted} | {ns for ns, _name in groups}):
         csvs = list_if_served(cluster, OLM_V1ALPHA1, "ClusterServiceVersion", namespace)
         if csvs is None:
             return []

@@ -51,7 +51,7 @@ def lookup(obj, path: list[str]):
     that value (e.g. [status, conditions, type=Updated, status])."""
     for key in path:
         if isinstance(obj, list) and "=" in key:
-            field_name, _, wanted = key.partition("=")
+            field_name, _equals, wanted = key.partition("=")
             obj = next(
                 (
                     item

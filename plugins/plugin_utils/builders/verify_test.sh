@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # The GPUDirect RDMA bandwidth test, run inside each verification pod (server or client).
 # It finds the RDMA device behind net1, the RoCEv2 IPv4 GID index on Ethernet (never assumed),
 # the GPU to use, then runs ib_write_bw with GPU memory.
@@ -17,7 +17,8 @@ fi
 # RoCE: the RDMA device whose GID table holds net1's address as a RoCE v2 IPv4 GID (a macvlan,
 # a VF or a PF alike); its index is the -x users get wrong. InfiniBand: the device whose port GID
 # is the last 16 bytes of net1's IPoIB hardware address.
-mapped="$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${address//./ })"
+IFS=. read -r octet1 octet2 octet3 octet4 <<<"${address}"
+mapped="$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${octet1}" "${octet2}" "${octet3}" "${octet4}")"
 ipoib_gid=""
 if [ -r "${SYSFS}/class/net/${IFACE}/address" ]; then
   ipoib_gid="$(cut -d: -f5- "${SYSFS}/class/net/${IFACE}/address" |
@@ -45,8 +46,12 @@ for device_dir in "${SYSFS}"/class/infiniband/*; do
   fi
 done
 if [ -z "${device}" ]; then
+  devices=""
+  for path in "${SYSFS}"/class/infiniband/*; do
+    if [ -e "${path}" ]; then devices+="${path##*/} "; fi
+  done
   echo "gpudirect-rdma-verify: no RDMA device carries ${IFACE} (${address}); devices:" \
-    "$(ls "${SYSFS}/class/infiniband" 2>/dev/null | tr '\n' ' ')" >&2
+    "${devices}" >&2
   exit 3
 fi
 gid_args=()

@@ -83,7 +83,7 @@ class FakeCluster:
         if namespace is not None and metadata.get("namespace") != namespace:
             return False
         if selector:
-            key, _, value = selector.partition("=")
+            key, _equals, value = selector.partition("=")
             return (metadata.get("labels") or {}).get(key) == value
         return True
 
@@ -500,9 +500,9 @@ def test_the_archive_holds_the_summary_first_and_is_for_its_owner_only(cluster, 
 
 def test_every_managed_kind_is_read_and_never_a_secret():
     read = {(api_version, kind): scope for api_version, kind, scope in kinds_to_read()}
-    for api_version, kind, _ in MANAGED_KINDS:
+    for api_version, kind, _stage in MANAGED_KINDS:
         assert (api_version, kind) in read, kind
-    assert not [kind for _, kind in read if kind == "Secret"]
+    assert not [kind for _api_version, kind in read if kind == "Secret"]
     assert read[("mellanox.com/v1alpha1", "NicClusterPolicy")] == EVERYWHERE
     assert read[("v1", "Namespace")] == LABELLED
     assert [file_name(k) for k in ("NicClusterPolicy", "NodeFeatureDiscovery", "IPPool")] == [

@@ -306,7 +306,7 @@ class OlmCluster:
         return self.objects.get((kind, namespace, name))
 
     def list(self, api_version, kind, namespace=None, label_selector=None):
-        return [o for (k, ns, _), o in self.objects.items() if k == kind and ns == namespace]
+        return [o for (k, ns, _name), o in self.objects.items() if k == kind and ns == namespace]
 
     def resource(self, api_version, kind):
         cluster = self

