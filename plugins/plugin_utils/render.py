@@ -90,6 +90,7 @@ def file_name(obj: dict) -> str:
 def kustomize_tree(objects: list[dict]) -> dict[str, str]:
     files: dict[str, str] = {}
     components: dict[str, list[str]] = {}
+    members: dict[str, list[dict]] = {}
     for obj in objects:
         component = component_of(obj)
         name = file_name(obj)
@@ -101,9 +102,11 @@ def kustomize_tree(objects: list[dict]) -> dict[str, str]:
             raise ValueError(f"two objects would be written to {path}")
         files[path] = f"{MARKER}\n{to_yaml(obj)}"
         components.setdefault(component, []).append(name)
+        members.setdefault(component, []).append(obj)
     for component, names in components.items():
-        members = [obj for obj in objects if component_of(obj) == component]
-        files[f"{component}/kustomization.yaml"] = _kustomization(names, _argocd(members))
+        files[f"{component}/kustomization.yaml"] = _kustomization(
+            names, _argocd(members[component])
+        )
     files["kustomization.yaml"] = _kustomization(list(components))
     return files
 
