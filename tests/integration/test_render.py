@@ -216,6 +216,23 @@ def test_switching_method_removes_the_old_method_and_keeps_foreign_files(run_pla
     assert "shared-device" not in resources
 
 
+def test_survey_answers_as_extra_variables_plan_the_rails(run_playbook, tmp_path):
+    """What an AAP survey passes: strings, blanks for the optional questions left empty."""
+    tree = tmp_path / "tree"
+    answers = {
+        "gpudirect_rdma_interfaces": "ens8f0np0, ens8f1np0",
+        "gpudirect_rdma_ipam_range": "192.168.2.0/24",
+        "gpudirect_rdma_ipam_gateway": "",
+        "gpudirect_rdma_ipam_exclude": "",
+    }
+    render(run_playbook, "shared-device-roce", tree, "-e", json.dumps(answers))
+    networks = sorted(p.name for p in (tree / "shared-device").glob("macvlannetwork-*.yaml"))
+    assert networks == [
+        "macvlannetwork-rdmashared-net-rail0.yaml",
+        "macvlannetwork-rdmashared-net-rail1.yaml",
+    ]
+
+
 def test_check_mode_writes_nothing(run_playbook, tmp_path):
     tree = tmp_path / "tree"
     result = render(run_playbook, "host-device-roce", tree, "--check")
