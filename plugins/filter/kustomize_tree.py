@@ -12,6 +12,14 @@ description:
     folder per component (the operators, C(machine-config), the RDMA method), one file per
     object, a C(kustomization.yaml) in each folder and one at the top listing the folders in
     apply order.
+  - Each component's C(kustomization.yaml) adds Argo CD's C(argocd.argoproj.io/sync-wave) to its
+    objects at build time (a kustomize AnnotationsTransformer per wave, by kind) - the operators'
+    Namespace, OperatorGroup and Subscription C(0), then the operands in the order
+    C(playbooks/site.yml) waits on them (NodeFeatureDiscovery and SriovOperatorConfig C(1),
+    NicClusterPolicy C(2), MachineConfigs C(3), ClusterPolicy C(4)), then the RDMA method C(5).
+    Objects whose CRD comes with an operator also get
+    C(argocd.argoproj.io/sync-options=SkipDryRunOnMissingResource=true). The object files carry
+    no Argo CD annotation - they are exactly what C(site.yml) applies.
   - Write the result with M(gpudirect.rdma.manifest_tree); C(kubectl kustomize <dir>) or
     C(kubectl apply -k <dir>) then reads it, and Argo CD can sync it.
 options:

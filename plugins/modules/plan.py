@@ -15,6 +15,10 @@ description:
     that names the variable, the value received and what is allowed.
   - A variable with the C(gpudirect_rdma_) prefix that looks like a misspelt option (for example
     C(gpudirect_rdma_ipam_rnage)) fails too, naming the option it probably meant.
+  - A list option also takes one string of items separated by commas or white space, the form
+    the text answer of an Ansible Automation Platform survey has; C(ens8f0np0,ens8f1np0) is
+    C([ens8f0np0, ens8f1np0]). Numbers and booleans also take their string forms (C("9000"),
+    C("true")).
   - Runs on the controller; needs no cluster. Pass the returned C(plan) to
     P(gpudirect.rdma.objects#filter).
 attributes:
@@ -38,6 +42,8 @@ options:
   interfaces:
     description:
       - PF interface names, one per rail (C(gpudirect_rdma_interfaces)), e.g. C([ens8f0np0]).
+      - A string is read as names separated by commas or white space (an AAP survey's answer),
+        e.g. C(ens8f0np0,ens8f1np0) for two rails.
       - An entry may be a mapping with C(name) and any of C(network_name), C(resource_name),
         C(ipam_range), C(ipam_gateway), C(ipam_exclude) for that rail.
       - With one rail, objects carry Red Hat's names (C(rdmashared-net), C(rdma_shared_device_eth),

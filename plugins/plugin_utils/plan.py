@@ -236,9 +236,18 @@ def _resource_name(name: str, value: Any) -> str:
     )
 
 
+def _items(value: str) -> list[str]:
+    """A list given as one string, the form an AAP survey's text answer has: items separated by
+    commas or white space. No CIDR or Secret name holds either; an interface name never holds
+    white space, and one with a comma (the kernel allows it) has to be given in a YAML list."""
+    return [item for item in re.split(r"[,\s]+", value) if item]
+
+
 def _list(name: str, value: Any) -> list:
     if value is None:
         return []
+    if isinstance(value, str):
+        return _items(value)
     if not isinstance(value, (list, tuple)):
         raise PlanError(name, value, "a list")
     return list(value)
@@ -317,11 +326,16 @@ def _split_range(range_value: str, parts: int) -> list[str]:
 def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
     name = variable("interfaces")
     entries = inputs["interfaces"]
-    if isinstance(entries, (str, Mapping)):
+    if isinstance(entries, str):
+        entries = _items(entries)
+    elif isinstance(entries, Mapping):
         entries = [entries]
     if not isinstance(entries, (list, tuple)) or not entries:
         raise PlanError(
-            name, entries, "a non-empty list of PF interface names, one per rail, e.g. [ens8f0np0]"
+            name,
+            inputs["interfaces"],
+            "a non-empty list of PF interface names, one per rail, e.g. [ens8f0np0] "
+            "or 'ens8f0np0,ens8f1np0'",
         )
     if len(entries) > MAX_RAILS:
         raise PlanError(name, f"{len(entries)} interfaces", f"at most {MAX_RAILS} rails")
@@ -636,7 +650,8 @@ def build_plan(given: Mapping) -> dict:
             allowed = {
                 "method": "one of " + ", ".join(METHODS),
                 "fabric": "one of " + ", ".join(FABRICS),
-                "interfaces": "a non-empty list of PF interface names, e.g. [ens8f0np0]",
+                "interfaces": "a non-empty list of PF interface names, e.g. [ens8f0np0] "
+                "or 'ens8f0np0,ens8f1np0'",
             }[required]
             raise PlanError(variable(required), inputs[required], allowed)
     method = _choice(variable("method"), inputs["method"], METHODS)

@@ -8,15 +8,52 @@ Components are the operators (nfd, sriov-network-operator, network-operator, gpu
 the node configuration (machine-config) and the RDMA method (shared-device, host-device,
 sriov-legacy). Every file starts with MARKER, so a later render knows which files it may
 replace or remove.
+
+Argo CD orders a sync by the `argocd.argoproj.io/sync-wave` annotation: each component's
+kustomization.yaml puts it on its objects with kustomize's AnnotationsTransformer, by kind.
+The object files themselves carry no Argo CD annotation, so they stay exactly the objects
+site.yml applies. Waves (sync_wave): the operators' Namespaces, OperatorGroups and
+Subscriptions first (0), then the operands in the order site.yml waits on them (NFD instance
+and SriovOperatorConfig 1, NicClusterPolicy 2, MachineConfigs 3, ClusterPolicy 4), then the
+RDMA method (5). An object whose CRD comes with an operator also gets
+`argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true`: Argo CD's dry run of the
+whole sync happens before that operator has installed its CRDs.
 """
 
 from __future__ import annotations
 
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import component_of
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import OLM_KINDS, component_of
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+    GPU_OPERATOR,
+    MACHINE_CONFIG,
+    METHOD_COMPONENTS,
+    NETWORK_OPERATOR,
+    NFD,
+    SRIOV_NETWORK_OPERATOR,
+)
 
 MARKER = "# Rendered by gpudirect.rdma (playbooks/render.yml). Edit the inventory, not this file."
+
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
+OPERATOR_WAVE = 0
+OPERAND_WAVES = {
+    NFD: 1,
+    SRIOV_NETWORK_OPERATOR: 1,
+    NETWORK_OPERATOR: 2,
+    MACHINE_CONFIG: 3,
+    GPU_OPERATOR: 4,
+}
+METHOD_WAVE = 5
+WAVES_COMMENT = (
+    "# Argo CD sync waves: operators 0, operands 1-4 (site.yml's order), the RDMA method 5.\n"
+    "# The transformers add them at build time; the object files stay what site.yml applies."
+)
+# Kinds OpenShift serves before any of the four operators is installed.
+PLATFORM_KINDS = (*OLM_KINDS, "MachineConfig")
 
 
 class _Dumper(yaml.SafeDumper):
@@ -53,6 +90,7 @@ def file_name(obj: dict) -> str:
 def kustomize_tree(objects: list[dict]) -> dict[str, str]:
     files: dict[str, str] = {}
     components: dict[str, list[str]] = {}
+    members: dict[str, list[dict]] = {}
     for obj in objects:
         component = component_of(obj)
         name = file_name(obj)
@@ -64,17 +102,67 @@ def kustomize_tree(objects: list[dict]) -> dict[str, str]:
             raise ValueError(f"two objects would be written to {path}")
         files[path] = f"{MARKER}\n{to_yaml(obj)}"
         components.setdefault(component, []).append(name)
+        members.setdefault(component, []).append(obj)
     for component, names in components.items():
-        files[f"{component}/kustomization.yaml"] = _kustomization(names)
+        files[f"{component}/kustomization.yaml"] = _kustomization(
+            names, _argocd(members[component])
+        )
     files["kustomization.yaml"] = _kustomization(list(components))
     return files
 
 
-def _kustomization(resources: list[str]) -> str:
-    return f"{MARKER}\n" + to_yaml(
-        {
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "resources": resources,
-        }
-    )
+def sync_wave(obj: dict) -> int:
+    """The Argo CD sync wave of an object: operators, then operands in site.yml's order, then
+    the RDMA method."""
+    if obj["kind"] in OLM_KINDS:
+        return OPERATOR_WAVE
+    component = component_of(obj)
+    if component in OPERAND_WAVES:
+        return OPERAND_WAVES[component]
+    if component in METHOD_COMPONENTS.values():
+        return METHOD_WAVE
+    raise ValueError(f"{obj['kind']} {obj['metadata']['name']}: no sync wave for {component}")
+
+
+def argocd_annotations(obj: dict) -> dict[str, str]:
+    """The annotations Argo CD reads, as the component's kustomization.yaml adds them."""
+    annotations = {SYNC_WAVE: str(sync_wave(obj))}
+    if obj["kind"] not in PLATFORM_KINDS:
+        annotations[SYNC_OPTIONS] = SKIP_DRY_RUN
+    return annotations
+
+
+def _argocd(objects: list[dict]) -> list[str]:
+    """One AnnotationsTransformer per wave of the component, selecting its objects by kind
+    (a component's objects of one kind share their wave)."""
+    groups: dict[tuple, list[str]] = {}
+    for obj in objects:
+        kinds = groups.setdefault(tuple(argocd_annotations(obj).items()), [])
+        if obj["kind"] not in kinds:
+            kinds.append(obj["kind"])
+    return [
+        to_yaml(
+            {
+                "apiVersion": "builtin",
+                "kind": "AnnotationsTransformer",
+                "metadata": {"name": f"argocd-sync-wave-{dict(annotations)[SYNC_WAVE]}"},
+                "annotations": dict(annotations),
+                "fieldSpecs": [
+                    {"kind": kind, "path": "metadata/annotations", "create": True} for kind in kinds
+                ],
+            }
+        )
+        for annotations, kinds in groups.items()
+    ]
+
+
+def _kustomization(resources: list[str], transformers: list[str] | None = None) -> str:
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": resources,
+    }
+    if not transformers:
+        return f"{MARKER}\n" + to_yaml(kustomization)
+    kustomization["transformers"] = transformers
+    return f"{MARKER}\n{WAVES_COMMENT}\n" + to_yaml(kustomization)

@@ -1,6 +1,9 @@
 """render.yml end to end: every example inventory renders a kustomize tree that `kubectl
-kustomize` builds and that the real API server accepts as it is (nothing pruned); a bad
-inventory writes no file; re-rendering changes nothing; switching method prunes the old files."""
+kustomize` builds and that the real API server accepts as it is (nothing pruned); the built
+objects carry Argo CD sync waves (operators, then operands in site.yml's order, then the RDMA
+method) and, without those annotations, are exactly what the objects filter returns (what
+site.yml applies); a bad inventory writes no file; re-rendering changes nothing; switching
+method prunes the old files."""
 
 from __future__ import annotations
 
@@ -14,8 +17,10 @@ import yaml
 from kubernetes import dynamic
 from kubernetes.client.rest import ApiException
 
+from ansible_collections.gpudirect.rdma.plugins.filter.objects import objects as objects_filter
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client, started
-from tests.unit.inventories import NAMES
+from tests.unit.inventories import NAMES, inputs
 
 RENDER = REPO_ROOT / "playbooks" / "render.yml"
 
@@ -86,12 +91,17 @@ def server_side_dry_run(resources, obj: dict) -> dict:
     ).to_dict()
 
 
-@pytest.mark.parametrize("inventory", NAMES)
+@pytest.fixture(scope="module", params=NAMES)
+def rendered(request, run_playbook, tmp_path_factory):
+    """Each example inventory rendered once by render.yml: (inventory, tree, playbook result)."""
+    tree = tmp_path_factory.mktemp(request.param) / "tree"
+    return request.param, tree, render(run_playbook, request.param, tree)
+
+
 def test_render_is_built_by_kustomize_and_accepted_by_the_server(
-    inventory, run_playbook, control_plane, resources, tmp_path
+    rendered, control_plane, resources
 ):
-    tree = tmp_path / "tree"
-    result = render(run_playbook, inventory, tree)
+    _, tree, result = rendered
     assert "changed=1" in result.stdout
     files = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.yaml"))
     assert "kustomization.yaml" in files
@@ -106,6 +116,80 @@ def test_render_is_built_by_kustomize_and_accepted_by_the_server(
         for key in ("spec", "data"):
             if key in obj:
                 assert_kept(stored[key], obj[key], f"{obj['kind']}/{obj['metadata']['name']} {key}")
+
+
+ARGOCD = "argocd.argoproj.io/"
+WAVE = ARGOCD + "sync-wave"
+SYNC_OPTIONS = ARGOCD + "sync-options"
+OPERATOR_KINDS = ("Namespace", "OperatorGroup", "Subscription")
+# The operands in the order site.yml applies them and waits on them.
+OPERAND_ORDER = (
+    ("NodeFeatureDiscovery", "SriovOperatorConfig"),
+    ("NicClusterPolicy",),
+    ("MachineConfig",),
+    ("ClusterPolicy",),
+)
+METHOD_FOLDERS = ("shared-device", "host-device", "sriov-legacy")
+# API groups OpenShift serves before the four operators are installed.
+PLATFORM_GROUPS = ("", "operators.coreos.com", "machineconfiguration.openshift.io")
+
+
+def key(obj: dict) -> tuple:
+    return obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]
+
+
+def without_argocd(obj: dict) -> dict:
+    """The object without the annotations the kustomizations add for Argo CD."""
+    metadata = {k: v for k, v in obj["metadata"].items() if k != "annotations"}
+    kept = {
+        k: v for k, v in obj["metadata"].get("annotations", {}).items() if not k.startswith(ARGOCD)
+    }
+    if kept:
+        metadata["annotations"] = kept
+    return {**obj, "metadata": metadata}
+
+
+def test_argocd_sync_waves_order_the_tree_and_leave_the_objects_as_site_applies_them(
+    rendered, control_plane
+):
+    inventory, tree, _ = rendered
+    built = build(control_plane, tree)
+    waves: dict[str, list[int]] = {"operators": [], "operands": [], "method": []}
+    operand_waves = {}
+    for obj in built:
+        annotations = obj["metadata"].get("annotations", {})
+        name = "/".join(filter(None, key(obj)))
+        assert WAVE in annotations, f"{name} has no sync wave"
+        wave = int(annotations[WAVE])
+        folder = obj["metadata"]["labels"]["gpudirect.rdma/component"]
+        if obj["kind"] in OPERATOR_KINDS:
+            waves["operators"].append(wave)
+        elif folder in METHOD_FOLDERS:
+            waves["method"].append(wave)
+        else:
+            waves["operands"].append(wave)
+            operand_waves.setdefault(obj["kind"], set()).add(wave)
+        group = obj["apiVersion"].rpartition("/")[0]
+        if group in PLATFORM_GROUPS:
+            assert SYNC_OPTIONS not in annotations, name
+        else:
+            assert annotations[SYNC_OPTIONS] == "SkipDryRunOnMissingResource=true", name
+    assert all(waves.values()), waves
+    assert max(waves["operators"]) < min(waves["operands"])
+    assert max(waves["operands"]) < min(waves["method"])
+    order = [
+        wave for step in OPERAND_ORDER for kind in step for wave in operand_waves.get(kind, ())
+    ]
+    assert order == sorted(order), f"operand waves out of site.yml's order: {operand_waves}"
+    assert max(operand_waves["NicClusterPolicy"]) < min(operand_waves["ClusterPolicy"]), (
+        "the GPU driver comes after the network driver"
+    )
+
+    expected = objects_filter(build_plan(inputs(inventory)))
+    assert {key(o): without_argocd(o) for o in built} == {key(o): o for o in expected}
+    for path in tree.rglob("*.yaml"):
+        if path.name != "kustomization.yaml":
+            assert ARGOCD not in path.read_text(), f"{path}: Argo CD annotations in an object file"
 
 
 def test_second_render_changes_nothing(run_playbook, tmp_path):
@@ -130,6 +214,23 @@ def test_switching_method_removes_the_old_method_and_keeps_foreign_files(run_pla
     resources = yaml.safe_load((tree / "kustomization.yaml").read_text())["resources"]
     assert "sriov-legacy" in resources
     assert "shared-device" not in resources
+
+
+def test_survey_answers_as_extra_variables_plan_the_rails(run_playbook, tmp_path):
+    """What an AAP survey passes: strings, blanks for the optional questions left empty."""
+    tree = tmp_path / "tree"
+    answers = {
+        "gpudirect_rdma_interfaces": "ens8f0np0, ens8f1np0",
+        "gpudirect_rdma_ipam_range": "192.168.2.0/24",
+        "gpudirect_rdma_ipam_gateway": "",
+        "gpudirect_rdma_ipam_exclude": "",
+    }
+    render(run_playbook, "shared-device-roce", tree, "-e", json.dumps(answers))
+    networks = sorted(p.name for p in (tree / "shared-device").glob("macvlannetwork-*.yaml"))
+    assert networks == [
+        "macvlannetwork-rdmashared-net-rail0.yaml",
+        "macvlannetwork-rdmashared-net-rail1.yaml",
+    ]
 
 
 def test_check_mode_writes_nothing(run_playbook, tmp_path):

@@ -174,6 +174,34 @@ def test_strings_from_surveys_are_accepted_for_numbers_and_booleans():
     assert result["machine_configs"]["crio_memlock"] is True
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "ens1f0np0,ens2f0np0",
+        "ens1f0np0, ens2f0np0",
+        " ens1f0np0  ens2f0np0\n",
+        "ens1f0np0,,ens2f0np0,",
+    ],
+)
+def test_interfaces_from_a_survey_string_are_split_on_commas_and_white_space(answer):
+    result = plan(interfaces=answer, ipam_gateway="")
+    assert [rail["interface"] for rail in result["rails"]] == ["ens1f0np0", "ens2f0np0"]
+    assert [rail["network_name"] for rail in result["rails"]] == [
+        "rdmashared-net-rail0",
+        "rdmashared-net-rail1",
+    ]
+
+
+def test_list_inputs_from_survey_strings_and_blank_answers():
+    result = plan(ipam_exclude="192.168.2.0/30, 192.168.2.128/25", image_pull_secrets="a b")
+    assert result["rails"][0]["ipam"]["exclude"] == ["192.168.2.0/30", "192.168.2.128/25"]
+    assert result["image_pull_secrets"] == ["a", "b"]
+    # An optional survey question left blank arrives as '' (or null, or not at all).
+    blank = plan(ipam_gateway="", ipam_exclude="", image_pull_secrets="")
+    assert blank["rails"][0]["ipam"] == plan(ipam_gateway=None)["rails"][0]["ipam"]
+    assert blank["image_pull_secrets"] == []
+
+
 def test_build_plan_does_not_change_its_input():
     given = {**BASE, "interfaces": ["ens8f0np0"], "operators": {"nfd": {"channel": "stable"}}}
     snapshot = repr(given)
@@ -195,6 +223,10 @@ BAD_INPUTS = [
     ({"fabric": ""}, "gpudirect_rdma_fabric", "one of roce, infiniband"),
     ({"interfaces": []}, "gpudirect_rdma_interfaces", "a non-empty list"),
     ({"interfaces": 5}, "gpudirect_rdma_interfaces", "a non-empty list"),
+    ({"interfaces": " , "}, "gpudirect_rdma_interfaces", "or 'ens8f0np0,ens8f1np0'"),
+    ({"interfaces": "ens1,ens1"}, "gpudirect_rdma_interfaces[1].name", "not already used"),
+    ({"interfaces": "ens1:x"}, "gpudirect_rdma_interfaces[0].name", "no '/', ':'"),
+    ({"ipam_exclude": "10.0.0.0/30"}, "gpudirect_rdma_ipam_exclude[0]", "a CIDR inside"),
     ({"interfaces": ["ens 8"]}, "gpudirect_rdma_interfaces[0].name", "a Linux interface name"),
     ({"interfaces": ["ens8f0np0/1"]}, "gpudirect_rdma_interfaces[0].name", "no '/'"),
     ({"interfaces": ["a" * 16]}, "gpudirect_rdma_interfaces[0].name", "1 to 15 characters"),
@@ -221,7 +253,7 @@ BAD_INPUTS = [
         "a CIDR inside 192.168.2.0/24",
     ),
     ({"ipam_exclude": ["192.168.2.5"]}, "gpudirect_rdma_ipam_exclude[0]", "CIDR notation"),
-    ({"ipam_exclude": "192.168.2.0/30"}, "gpudirect_rdma_ipam_exclude", "a list"),
+    ({"ipam_exclude": {"a": 1}}, "gpudirect_rdma_ipam_exclude", "a list"),
     ({"ipam_type": "dhcp"}, "gpudirect_rdma_ipam_type", "one of whereabouts, nv-ipam"),
     ({"ipam_per_node_block_size": 0}, "gpudirect_rdma_ipam_per_node_block_size", "from 1 to 65536"),
     ({"interfaces": ["a", "b"]}, "gpudirect_rdma_ipam_gateway", "give each entry"),
