@@ -101,7 +101,7 @@ def rendered(request, run_playbook, tmp_path_factory):
 def test_render_is_built_by_kustomize_and_accepted_by_the_server(
     rendered, control_plane, resources
 ):
-    _, tree, result = rendered
+    _inventory, tree, result = rendered
     assert "changed=1" in result.stdout
     files = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.yaml"))
     assert "kustomization.yaml" in files
@@ -152,7 +152,7 @@ def without_argocd(obj: dict) -> dict:
 def test_argocd_sync_waves_order_the_tree_and_leave_the_objects_as_site_applies_them(
     rendered, control_plane
 ):
-    inventory, tree, _ = rendered
+    inventory, tree, _result = rendered
     built = build(control_plane, tree)
     waves: dict[str, list[int]] = {"operators": [], "operands": [], "method": []}
     operand_waves = {}
