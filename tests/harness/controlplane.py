@@ -198,7 +198,29 @@ class ControlPlane:
         self._record(process)
         return process
 
-    def start(self, timeout: float = 180.0) -> ControlPlane:
+    def start(self, timeout: float = 180.0, attempts: int = 3) -> ControlPlane:
+        """Start etcd, kube-apiserver and kube-controller-manager on free ports. A port is free
+        when chosen but may be taken before the process binds it (another test run on the same
+        machine): then everything stops and starts again on new ports."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once(timeout)
+            except ControlPlaneError:
+                taken = self._port_taken_by()
+                if taken is None or attempt == attempts:
+                    raise
+                print(f"control plane: {taken} found its port taken; starting again on new ports")
+                self.stop()
+        raise AssertionError("unreachable")
+
+    def _port_taken_by(self) -> str | None:
+        for process in self.processes():
+            log = self.state_dir / f"{process.name}.log"
+            if log.exists() and b"address already in use" in log.read_bytes():
+                return process.name
+        return None
+
+    def _start_once(self, timeout: float) -> ControlPlane:
         if self.running():
             raise ControlPlaneError(
                 f"a control plane already runs from {self.state_dir} (pids "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import socket
 import time
 import uuid
 
@@ -14,6 +15,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.harness import controlplane
 from tests.harness.controlplane import (
     CONTROLLER_MANAGER_USER,
     api_client,
@@ -339,3 +341,21 @@ def test_openshift_config_typed_fields_are_validated(openshift_config, kind, sta
         openshift_config(kind, status)
     assert raised.value.status == 422
     assert field in raised.value.body
+
+
+def test_a_port_taken_before_etcd_binds_it_starts_again_on_new_ports(tmp_path, monkeypatch, capsys):
+    """Another run on the machine may take a port between free_port() and the bind."""
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = iter([taken.getsockname()[1]])
+    real_free_port = controlplane.free_port
+    monkeypatch.setattr(controlplane, "free_port", lambda: next(ports, None) or real_free_port())
+    plane = controlplane.ControlPlane(tmp_path / "plane")
+    try:
+        plane.start()
+        assert plane.running()
+        assert "etcd found its port taken; starting again on new ports" in capsys.readouterr().out
+    finally:
+        plane.stop()
+        taken.close()
