@@ -7,7 +7,6 @@ work alone from three-line playbooks."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from kubernetes import client
@@ -123,11 +122,9 @@ def test_a_gate_that_never_opens_fails_in_time_and_the_gpu_driver_waits(
     except ApiException as error:
         assert error.status == 404
     knobs({"network_operator": {"never_ready": True}})
-    began = time.monotonic()
     result = site(
         run_playbook, "host-device-roce", "-e", "network_operator_ready_timeout=5", check=False
     )
-    took = time.monotonic() - began
     assert result.returncode != 0
     output = " ".join(result.stdout.split())
     assert "gate 'NicClusterPolicy ready' not reached after 5s" in output
@@ -136,7 +133,6 @@ def test_a_gate_that_never_opens_fails_in_time_and_the_gpu_driver_waits(
         "NicClusterPolicy nic-cluster-policy status.state is 'notReady'" in output
     )
     assert "Look at: oc get nicclusterpolicy nic-cluster-policy" in output
-    assert took < 60, f"the play took {took:.0f}s to fail on a 5s gate"
     with pytest.raises(ApiException) as missing:
         custom.get_cluster_custom_object(
             "nvidia.com", "v1", "clusterpolicies", "gpu-cluster-policy"
@@ -213,12 +209,14 @@ def test_a_role_works_alone_from_a_three_line_playbook(
 def test_a_failed_sriov_node_state_stops_the_wait_at_once(run_playbook, harness, knobs):
     nodes_for(harness, "sriov-legacy-roce")
     knobs({"sriov": {"failing": True}})
-    began = time.monotonic()
     result = site(run_playbook, "sriov-legacy-roce", check=False)
-    took = time.monotonic() - began
     assert result.returncode != 0
     output = " ".join(result.stdout.split())
-    assert "gate 'SR-IOV node states synced' failed after" in output
+    # 'failed', not 'timed out': the gate stopped on the Failed state, before its 60 s timeout
+    # (the wait's own clock, not the play's, which a loaded machine stretches).
+    waited = re.search(r"gate 'SR-IOV node states synced' failed after (\d+)s", output)
+    assert waited, output[-2000:]
+    assert int(waited.group(1)) < 60
+    assert "gate 'SR-IOV node states synced' timed out" not in output
     assert "status.syncStatus is 'Failed'" in output
     assert "lastSyncError" in output, "the message says where to look"
-    assert took < 45, f"{took:.0f}s: a Failed state must not wait for the 60s timeout"
