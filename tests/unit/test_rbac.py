@@ -1,7 +1,7 @@
 """The RBAC the collection ships (rbac/) stays honest: what the code reads and writes is derived
 by running the engine (preflight, the OLM install, apply and prune, uninstall's every stage,
 diagnostics, the roles' gates) against a cluster that records each request, plus the
-kubernetes.core tasks of the roles; the ClusterRole and the test pods' Role must allow every one
+roles' object_info and k8s_log reads; the ClusterRole and the test pods' Role must allow every one
 of those requests, hold no wildcard, and grant nothing that none of them uses."""
 
 from __future__ import annotations
@@ -258,12 +258,12 @@ def role_gates(plan: dict) -> list[Gate]:
     return gates
 
 
-def kubernetes_core_requests() -> set:
-    """The kubernetes.core tasks of the roles: k8s_info reads (a list without a name), k8s_log
-    reads a pod's log."""
+def module_reads() -> set:
+    """The roles' reads of objects (gpudirect.rdma.object_info: one by name, else a list) and of
+    a pod's log (kubernetes.core.k8s_log)."""
     found = set()
     for task in role_tasks():
-        info = task.get("kubernetes.core.k8s_info")
+        info = task.get("gpudirect.rdma.object_info")
         if info:
             api_version = info.get("api_version", "v1")
             verb = "get" if info.get("name") else "list"
@@ -272,7 +272,7 @@ def kubernetes_core_requests() -> set:
         log = task.get("kubernetes.core.k8s_log")
         if log:
             found.add(("get", "", "pods/log", literal(log.get("namespace")), None))
-    assert found, "the verify role reads nodes, pods and logs with kubernetes.core"
+    assert found, "the verify role reads nodes, its pods and their logs"
     return found
 
 
@@ -357,7 +357,7 @@ def requests_of(name: str) -> set:
     for gate in role_gates(plan):
         observe(cluster, gate)
     found |= cluster.requests
-    return found | kubernetes_core_requests()
+    return found | module_reads()
 
 
 @functools.cache
