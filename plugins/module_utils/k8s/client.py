@@ -89,6 +89,8 @@ class Forbidden(Exception):
         self.namespace = found["namespace"] if found else None
         who = f'user "{self.user}"' if self.user else "the user of this connection"
         where = f" in namespace {self.namespace}" if self.namespace else ""
+        if self.namespace and self.resource == "namespaces":  # the server names it so
+            where = f" named {self.namespace}"
         super().__init__(
             f"forbidden: the API server does not allow {who} to {self.verb} {self.resource}"
             f"{where} ({self.server_message}). gpudirect.rdma needs the ClusterRole "

@@ -71,6 +71,19 @@ def test_a_refusal_in_a_namespace_of_a_core_resource():
     )
 
 
+def test_a_refused_namespace_is_named_as_such():
+    message = (
+        'namespaces "openshift-nfd" is forbidden: User "bob" cannot create resource "namespaces" '
+        'in API group "" in the namespace "openshift-nfd"'
+    )
+    with pytest.raises(Forbidden) as raised:
+        refusing(api_error(403, message))("PATCH", "/api/v1/namespaces/openshift-nfd")
+    assert str(raised.value).startswith(
+        'forbidden: the API server does not allow user "bob" to create namespaces named '
+        "openshift-nfd ("
+    )
+
+
 def test_a_refusal_in_other_words_keeps_the_servers_message():
     request = refusing(api_error(403, "denied by a webhook"))
     with pytest.raises(Forbidden) as raised:
