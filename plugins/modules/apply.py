@@ -123,6 +123,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import ( 
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
+    Forbidden,
     NotServed,
     argument_spec,
 )
@@ -166,7 +167,7 @@ def main():
             )
     except ForeignObjects as error:
         module.fail_json(msg=str(error), foreign=error.names, results=applier.results)
-    except (NotServed, TimeoutError) as error:
+    except (NotServed, Forbidden, TimeoutError) as error:
         module.fail_json(msg=str(error), results=applier.results)
     result = {
         "changed": applier.changed,

@@ -80,6 +80,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import ( 
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
+    Forbidden,
     NotServed,
     argument_spec,
 )
@@ -109,7 +110,7 @@ def main():
             module.params["take_over"],
             module.check_mode,
         )
-    except (OlmError, ForeignObjects, NotServed) as error:
+    except (OlmError, ForeignObjects, NotServed, Forbidden) as error:
         module.fail_json(msg=str(error), results=applier.results)
     result.update(
         changed=applier.changed or bool(result["approved_install_plans"]), results=applier.results

@@ -11,7 +11,9 @@ short_description: Check that the cluster can take the planned configuration, be
 description:
   - Reads the cluster, never writes, and reports every finding at once, each as C(error),
     C(warning), C(ok) or C(skipped) (a check that cannot run yet, with when it will).
-  - "C(api): the API server answers with the given credentials."
+  - "C(api): the API server answers with the given credentials, and lets their user read what the
+    checks read; a refused read (403) names the user, the verb and the resource, and the ClusterRole
+    the collection ships in C(rbac/gpudirect-rdma-installer.yaml)."
   - "C(openshift), C(openshift-version): a ClusterVersion exists (OpenShift), its version is one
     the collection supports (error otherwise) and that the chosen Network Operator and GPU Operator
     releases support (warning otherwise), and C(gpudirect_rdma_openshift_version) matches it."
@@ -113,6 +115,7 @@ except ImportError:  # pragma: no cover - Cluster reports the missing package
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
+    Forbidden,
     argument_spec,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (  # noqa: E402
@@ -137,11 +140,15 @@ def main():
     objects = module.params["objects"]
     try:
         cluster = Cluster(module)  # the first contact: discovery of the served APIs
+    except Forbidden as error:
+        facts = Facts(forbidden=str(error))
     except Exception as error:  # connection refused, TLS, 401: the summary says which
         facts = Facts(api_error=f"{type(error).__name__}: {error}")
     else:
         try:
             facts = gather(cluster, plan, objects)
+        except Forbidden as error:  # the first read the user may not make: who, what, the fix
+            facts = Facts(server=cluster.server, forbidden=str(error))
         except DynamicApiError as error:
             module.fail_json(
                 msg=f"preflight could not read the cluster: {error.status} {error.reason}: "

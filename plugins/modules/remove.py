@@ -104,6 +104,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
+    Forbidden,
     argument_spec,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import (  # noqa: E402
@@ -125,7 +126,7 @@ def main():
     try:
         for stage in module.params["stages"]:
             remover.remove(stage, module.params["label_selector"], module.params["timeout"])
-    except TimeoutError as error:
+    except (Forbidden, TimeoutError) as error:
         module.fail_json(msg=str(error), results=remover.results)
     result = {
         "changed": remover.changed,

@@ -180,6 +180,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
+    Forbidden,
     argument_spec,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (  # noqa: E402
@@ -263,6 +264,8 @@ def main():
         )
     except (GateTimeout, GateFailed) as error:
         module.fail_json(msg=str(error), gate=error.report())
+    except Forbidden as error:
+        module.fail_json(msg=str(error))
     module.exit_json(changed=False, seconds=seconds)
 
 

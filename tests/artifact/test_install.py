@@ -12,7 +12,16 @@ import yaml
 from tests.artifact.conftest import BIN, FQCN, GALAXY, REPO_ROOT, ansible_env, run
 
 # What a user runs or reads: every file git tracks under these goes into the tarball.
-SHIPPED = ("plugins", "roles", "playbooks", "meta", "inventories", "changelogs", "tests/sanity")
+SHIPPED = (
+    "plugins",
+    "roles",
+    "playbooks",
+    "meta",
+    "inventories",
+    "rbac",
+    "changelogs",
+    "tests/sanity",
+)
 
 
 def members(tarball: Path) -> dict[str, tarfile.TarInfo]:

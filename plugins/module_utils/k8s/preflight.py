@@ -54,6 +54,7 @@ class Facts:
     """What gather read; None where the API does not serve the kind (or nothing was read)."""
 
     api_error: str | None = None
+    forbidden: str | None = None  # a read the API server refused (403), as Forbidden words it
     server: str = ""
     cluster_version: str | None = None
     openshift: bool = False
@@ -72,7 +73,8 @@ class Facts:
 
 # -- gather (reads only) -----------------------------------------------------------------------
 def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
-    """Read what evaluate needs (the caller turns an unreachable API server into api_error)."""
+    """Read what evaluate needs (the caller turns an unreachable API server into api_error, and
+    a refused read, Forbidden, into forbidden)."""
     facts = Facts(server=cluster.server)
 
     version = get_if_served(cluster, "config.openshift.io/v1", "ClusterVersion", "version")
@@ -623,6 +625,8 @@ def evaluate(plan: dict, objects: list[dict], facts: Facts, take_over: bool = Fa
                 "K8S_AUTH_CONTEXT), that you are logged in (oc whoami) and may read the cluster",
             )
         ]
+    if facts.forbidden:
+        return [finding("api", "error", facts.forbidden)]
     found = [
         finding("api", "ok", f"API server reachable{' at ' + facts.server if facts.server else ''}")
     ]

@@ -86,6 +86,16 @@ def test_unreachable_api_is_the_only_finding():
     assert "K8S_AUTH_KUBECONFIG" in findings[0]["message"]
 
 
+def test_a_refused_read_is_the_only_finding_and_says_who_may_not_do_what():
+    plan = plan_of()
+    refusal = (
+        'forbidden: the API server does not allow user "alice" to get '
+        "clusterversions.config.openshift.io (...). gpudirect.rdma needs the ClusterRole ..."
+    )
+    findings, _checks = run(plan, Facts(server="https://api.example:6443", forbidden=refusal))
+    assert findings == [{"check": "api", "severity": "error", "message": refusal}]
+
+
 def test_not_openshift():
     plan = plan_of()
     facts = healthy(plan)
