@@ -408,7 +408,7 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
         resource_name = entry.get("resource_name") or (
             base_resource + (f"_rail{index}" if multi else "")
         )
-        range_variable = f"{where}.ipam_range"
+        range_variable, range_given = f"{where}.ipam_range", entry.get("ipam_range")
         if "ipam_range" in entry:
             ipam = _ipam(
                 f"{where}.ipam_",
@@ -438,9 +438,9 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
                 )
             split = split or _split_range(inputs["ipam_range"], len(entries))
             ipam = _ipam(variable("ipam_"), split[index], None, None)
-            range_variable = variable("ipam_range")
+            range_variable, range_given = variable("ipam_range"), inputs["ipam_range"]
         else:
-            range_variable = variable("ipam_range")
+            range_variable, range_given = variable("ipam_range"), inputs["ipam_range"]
             ipam = _ipam(
                 variable("ipam_"),
                 inputs["ipam_range"],
@@ -457,7 +457,7 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
                 "ipam": ipam,
             }
         )
-        _no_overlap(rails, range_variable, entry.get("ipam_range") or ipam["range"])
+        _no_overlap(rails, range_variable, range_given)
     for key in ("network_name", "resource_name"):
         names = [rail[key] for rail in rails]
         duplicate = next((n for n in names if names.count(n) > 1), None)
@@ -490,7 +490,7 @@ def _nv_ipam_blocks(rails: list[dict], block_size: int) -> None:
     perNodeBlockSize), which must be smaller than the addresses the subnet has for hosts."""
     for rail in rails:
         network = ipaddress.ip_network(rail["ipam"]["network"])
-        hosts = network.num_addresses - (2 if network.version == 4 else 1)
+        hosts = max(network.num_addresses - (2 if network.version == 4 else 1), 0)
         if block_size >= hosts:
             raise PlanError(
                 variable("ipam_per_node_block_size"),
