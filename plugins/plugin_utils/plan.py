@@ -602,6 +602,7 @@ def _persistent_nic_names(inputs: Mapping) -> list[dict]:
         )
     rules = []
     seen: dict[str, int] = {}
+    named: dict[str, int] = {}
     for index, entry in enumerate(entries):
         where = f"{name}[{index}]"
         if not isinstance(entry, Mapping) or set(entry) != {"mac", "name"}:
@@ -625,13 +626,14 @@ def _persistent_nic_names(inputs: Mapping) -> list[dict]:
             )
         seen[normalised] = index
         nic_name = interface_name(f"{where}.name", entry["name"])
-        taken = next((i for i, rule in enumerate(rules) if rule["name"] == nic_name), None)
-        if taken is not None:
+        if nic_name in named:
             raise PlanError(
                 f"{where}.name",
                 nic_name,
-                f"a name not already given to {name}[{taken}] (udev names one NIC per name)",
+                f"a name not already given to {name}[{named[nic_name]}] "
+                "(udev names one NIC per name)",
             )
+        named[nic_name] = index
         rules.append({"mac": normalised, "name": nic_name, "type": link_type})
     return rules
 

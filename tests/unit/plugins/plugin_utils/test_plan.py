@@ -9,6 +9,8 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
     DEFAULTS,
     PlanError,
     build_plan,
+    check_inventory,
+    check_settings,
     unknown_variables,
 )
 
@@ -426,3 +428,24 @@ def test_misspelt_variables_are_found():
     assert unknown_variables(
         ["gpudirect_rdma_ipam_rnage", "gpudirect_rdma_method", "gpudirect_rdma_render_dir", "x"]
     ) == [("gpudirect_rdma_ipam_rnage", "gpudirect_rdma_ipam_range")]
+
+
+def test_settings_take_survey_strings_and_keep_their_defaults():
+    settings = check_settings(
+        {"verify_min_gbps": "150.5", "uninstall_namespaces": "true", "verify_nodes": "a,b"}
+    )
+    assert settings["verify_min_gbps"] == 150.5
+    assert settings["uninstall_namespaces"] is True
+    assert settings["verify_nodes"] == ["a", "b"]
+    assert (settings["uninstall_timeout"], settings["take_over"]) == (1800, False)
+
+
+def test_check_inventory_plans_and_checks_settings_and_knows_its_scopes():
+    variables = {f"gpudirect_rdma_{k}": v for k, v in BASE.items()}
+    checked = check_inventory({**variables, "gpudirect_rdma_uninstall_timeout": "90"})
+    assert checked["plan"]["method"] == "shared_device"
+    assert checked["settings"]["uninstall_timeout"] == 90
+    # Task options win over the inventory.
+    assert check_inventory(variables, overrides={"mtu": 9000})["plan"]["mtu"] == 9000
+    with pytest.raises(PlanError, match="scope: got 'plan'"):
+        check_inventory(variables, scope="plan")
