@@ -6,11 +6,14 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
     DEFAULTS,
+    PREFIX,
+    SETTINGS,
     PlanError,
-    build_plan,
-    unknown_variables,
+    check_inventory,
     variable,
 )
+
+TASK_ONLY = ("scope",)
 
 
 class ActionModule(ActionBase):
@@ -21,36 +24,30 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         args = dict(self._task.args)
-        unknown = sorted(set(args) - set(DEFAULTS))
+        unknown = sorted(set(args) - set(DEFAULTS) - set(TASK_ONLY))
         if unknown:
             result.update(
                 failed=True,
                 msg=(
                     f"gpudirect.rdma.plan: unknown option {unknown[0]}; "
-                    f"known options: {', '.join(DEFAULTS)}"
+                    f"known options: {', '.join((*DEFAULTS, *TASK_ONLY))}"
                 ),
             )
             return result
+        scope = args.pop("scope", "all")
 
-        misspelt = unknown_variables(task_vars)
-        if misspelt:
-            name, meant = misspelt[0]
-            result.update(
-                failed=True,
-                msg=(f"{name}: not a variable of gpudirect.rdma; did you mean {meant}?"),
-            )
-            return result
-
-        inputs = {}
-        for name in DEFAULTS:
-            if name in args:
-                inputs[name] = args[name]
-            elif variable(name) in task_vars:
-                inputs[name] = self._templar.template(task_vars[variable(name)])
+        # Only the collection's own variables are templated; the others are named, for the
+        # check of misspelt names.
+        readable = {variable(name) for name in (*DEFAULTS, *SETTINGS)}
+        variables = {
+            name: self._templar.template(value) if name in readable else None
+            for name, value in task_vars.items()
+            if name.startswith(PREFIX)
+        }
         try:
-            plan = build_plan(inputs)
+            checked = check_inventory(variables, overrides=args, scope=scope)
         except PlanError as error:
             result.update(failed=True, msg=str(error), variable=error.variable)
             return result
-        result.update(changed=False, plan=plan)
+        result.update(changed=False, **checked)
         return result

@@ -13,12 +13,19 @@ description:
     (C(method) from C(gpudirect_rdma_method), and so on); options given in the task win.
   - A bad value fails here, before anything is written to a cluster or a file, with a message
     that names the variable, the value received and what is allowed.
-  - A variable with the C(gpudirect_rdma_) prefix that looks like a misspelt option (for example
-    C(gpudirect_rdma_ipam_rnage)) fails too, naming the option it probably meant.
+  - A variable with the C(gpudirect_rdma_) prefix that looks like a misspelt option or setting
+    (for example C(gpudirect_rdma_ipam_rnage)) fails too, naming the one it probably meant.
   - A list option also takes one string of items separated by commas or white space, the form
     the text answer of an Ansible Automation Platform survey has; C(ens8f0np0,ens8f1np0) is
     C([ens8f0np0, ens8f1np0]). Numbers and booleans also take their string forms (C("9000"),
     C("true")).
+  - The other C(gpudirect_rdma_*) variables the playbooks read are checked here as well, when
+    they are set, so every playbook that starts with this task fails on them before its first
+    write - C(take_over), C(render_dir), C(verify_min_gbps) (0 to 3200 Gb/s), C(verify_nodes),
+    C(verify_image), C(verify_keep_pods), C(verify_report_dir), C(verify_diagnostics),
+    C(uninstall_namespaces), C(uninstall_machine_configs), C(uninstall_timeout) (1 to 86400
+    seconds), C(diagnostics_dir), C(diagnostics_log_lines) (0 to 100000),
+    C(diagnostics_namespaces); the roles that read them document them.
   - Runs on the controller; needs no cluster. Pass the returned C(plan) to
     P(gpudirect.rdma.objects#filter).
 attributes:
@@ -29,6 +36,15 @@ attributes:
     support: none
     description: Nothing to compare.
 options:
+  scope:
+    description:
+      - What to check. C(all) plans and checks the settings; C(settings) checks only the other
+        variables (listed above; no plan, so no inventory is needed), as C(playbooks/uninstall.yml)
+        does.
+      - An option of the task only; no inventory variable sets it.
+    type: str
+    choices: [all, settings]
+    default: all
   method:
     description: RDMA method (C(gpudirect_rdma_method)).
     type: str
@@ -44,6 +60,8 @@ options:
       - PF interface names, one per rail (C(gpudirect_rdma_interfaces)), e.g. C([ens8f0np0]).
       - A string is read as names separated by commas or white space (an AAP survey's answer),
         e.g. C(ens8f0np0,ens8f1np0) for two rails.
+      - A name has 1 to 15 letters, digits, C(-), C(_) and C(.) (every naming scheme in use; the
+        SR-IOV operator reads C(#) as a VF range), and appears once.
       - An entry may be a mapping with C(name) and any of C(network_name), C(resource_name),
         C(ipam_range), C(ipam_gateway), C(ipam_exclude) for that rail.
       - With one rail, objects carry Red Hat's names (C(rdmashared-net), C(rdma_shared_device_eth),
@@ -69,10 +87,10 @@ options:
       - IP range (CIDR) the pods get addresses from, e.g. C(192.168.2.0/24). Required unless every
         interface entry has its own C(ipam_range).
       - With several rails and no per-rail ranges, the range is split into equal consecutive parts,
-        one per rail (then no C(ipam_gateway) or C(ipam_exclude)).
+        one per rail (then no C(ipam_gateway) or C(ipam_exclude)). Per-rail ranges must not overlap.
     type: str
   ipam_gateway:
-    description: Gateway address, inside C(ipam_range).
+    description: Gateway address, a host address inside C(ipam_range) (not its network or broadcast address).
     type: str
   ipam_exclude:
     description: CIDRs inside C(ipam_range) that are never handed out.
@@ -80,7 +98,8 @@ options:
     elements: str
     default: []
   ipam_per_node_block_size:
-    description: Addresses nv-ipam gives each node at a time (IPPool C(perNodeBlockSize)).
+    description: Addresses nv-ipam gives each node at a time (IPPool C(perNodeBlockSize)); fewer than
+      the host addresses of each rail's range.
     type: int
     default: 16
   mtu:
@@ -179,6 +198,7 @@ options:
     default: []
   openshift_version:
     description: OpenShift minor version, used for the default NFD operand image when the NFD CSV gives none.
+      Quote it in YAML (C("4.20")); unquoted, 4.20 is the number 4.2 and fails.
     type: str
     default: "4.20"
   nfd_operand_image:
@@ -194,7 +214,7 @@ options:
     default: false
   persistent_nic_names:
     description: MachineConfig with one udev rule per entry (C(mac), C(name)) so NICs keep their
-      names. 6-byte MACs are Ethernet, 20-byte addresses IPoIB. Reboots the pool.
+      names. 6-byte MACs are Ethernet, 20-byte addresses IPoIB; each MAC and each name once. Reboots the pool.
     type: list
     elements: dict
     default: []
@@ -216,9 +236,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+settings:
+  description: The other variables the playbooks read, checked, with their defaults (see the description).
+  returned: success
+  type: dict
+  sample: {take_over: false, verify_min_gbps: 100, uninstall_timeout: 1800}
 plan:
   description: The normalised plan every builder reads (method, fabric, rails, ipam, operators, images, ...).
-  returned: success
+  returned: success with I(scope=all)
   type: dict
   sample:
     method: shared_device

@@ -148,6 +148,7 @@ _MAC_6 = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 _MAC_20 = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){19}$")
 _REGISTRY = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9._-]+)*$")
 _OPENSHIFT_VERSION = re.compile(r"^4\.[0-9]{1,2}$")
+_INTERFACE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 # The OpenShift releases whose documentation (the GPUDirect RDMA chapter) this collection follows.
 SUPPORTED_OPENSHIFT = ("4.17", "4.22")
 
@@ -262,13 +263,18 @@ def _mapping(name: str, value: Any) -> Mapping:
 
 
 def interface_name(name: str, value: Any) -> str:
-    """A name the Linux kernel accepts for a network interface (dev_valid_name)."""
+    """A network interface name: what the Linux kernel accepts (dev_valid_name: at most 15
+    characters, not '.' or '..'), narrowed to the characters of every naming scheme in use
+    (ens8f0np0, enp65s0f1, ibs2f0, eth0, bond0.100). The operators read others: '#' selects VFs in
+    the SR-IOV operator's pfNames, ',' separates names in a survey answer; brackets and quotes are
+    a YAML list typed into a text answer."""
     expected = (
-        "a Linux interface name: 1 to 15 characters, no '/', ':' or white space, not '.' or '..'"
+        "a Linux interface name: 1 to 15 characters, letters, digits, '-', '_' and '.' only "
+        "(no '/', ':', '#', quotes, brackets or white space), not '.' or '..', e.g. ens8f0np0"
     )
     if not isinstance(value, str) or not value or len(value) > 15 or value in (".", ".."):
         raise PlanError(name, value, expected)
-    if any(c in "/:" or c.isspace() or not c.isprintable() or ord(c) > 126 for c in value):
+    if not _INTERFACE.match(value):
         raise PlanError(name, value, expected)
     return value
 
@@ -300,6 +306,12 @@ def _ipam(label: str, range_value: Any, gateway: Any, exclude: Any) -> dict:
         address = _address(label + "gateway", gateway)
         if address.version != network.version or address not in network:
             raise PlanError(label + "gateway", gateway, f"an address inside {network}")
+        if _reserved(network, address):
+            raise PlanError(
+                label + "gateway",
+                gateway,
+                f"a host address inside {network}, not its network or broadcast address",
+            )
         result["gateway"] = str(address)
     for index, item in enumerate(_list(label + "exclude", exclude)):
         excluded = _cidr(f"{label}exclude[{index}]", item).network
@@ -307,6 +319,15 @@ def _ipam(label: str, range_value: Any, gateway: Any, exclude: Any) -> dict:
             raise PlanError(f"{label}exclude[{index}]", item, f"a CIDR inside {network}")
         result["exclude"].append(str(item))
     return result
+
+
+def _reserved(network, address) -> bool:
+    """The network address, and on IPv4 the broadcast address, of a range wider than /31."""
+    if network.num_addresses <= 2:
+        return False
+    return address == network.network_address or (
+        network.version == 4 and address == network.broadcast_address
+    )
 
 
 def _split_range(range_value: str, parts: int) -> list[str]:
@@ -387,6 +408,7 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
         resource_name = entry.get("resource_name") or (
             base_resource + (f"_rail{index}" if multi else "")
         )
+        range_variable, range_given = f"{where}.ipam_range", entry.get("ipam_range")
         if "ipam_range" in entry:
             ipam = _ipam(
                 f"{where}.ipam_",
@@ -416,7 +438,9 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
                 )
             split = split or _split_range(inputs["ipam_range"], len(entries))
             ipam = _ipam(variable("ipam_"), split[index], None, None)
+            range_variable, range_given = variable("ipam_range"), inputs["ipam_range"]
         else:
+            range_variable, range_given = variable("ipam_range"), inputs["ipam_range"]
             ipam = _ipam(
                 variable("ipam_"),
                 inputs["ipam_range"],
@@ -433,6 +457,7 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
                 "ipam": ipam,
             }
         )
+        _no_overlap(rails, range_variable, range_given)
     for key in ("network_name", "resource_name"):
         names = [rail[key] for rail in rails]
         duplicate = next((n for n in names if names.count(n) > 1), None)
@@ -445,6 +470,36 @@ def _rails(inputs: Mapping, method: str, fabric: str) -> list[dict]:
     return rails
 
 
+def _no_overlap(rails: list[dict], range_variable: str, given: str) -> None:
+    """The last rail's range shares no address with an earlier rail's: a pod on two rails would
+    have two routes to one subnet, and the traffic of one rail would leave on the other."""
+    last = ipaddress.ip_network(rails[-1]["ipam"]["network"])
+    for rail in rails[:-1]:
+        other = ipaddress.ip_network(rail["ipam"]["network"])
+        if other.version == last.version and other.overlaps(last):
+            raise PlanError(
+                range_variable,
+                given,
+                f"a range apart from rail {rail['index']}'s {rail['ipam']['range']} "
+                f"({rail['interface']}): each rail needs a subnet of its own",
+            )
+
+
+def _nv_ipam_blocks(rails: list[dict], block_size: int) -> None:
+    """nv-ipam hands each node a block of block_size addresses of the rail's subnet (IPPool
+    perNodeBlockSize), which must be smaller than the addresses the subnet has for hosts."""
+    for rail in rails:
+        network = ipaddress.ip_network(rail["ipam"]["network"])
+        hosts = max(network.num_addresses - (2 if network.version == 4 else 1), 0)
+        if block_size >= hosts:
+            raise PlanError(
+                variable("ipam_per_node_block_size"),
+                block_size,
+                f"fewer addresses than the {hosts} for hosts in rail {rail['index']}'s "
+                f"{rail['ipam']['range']} (nv-ipam gives each node a block of this size)",
+            )
+
+
 def _operators(inputs: Mapping) -> dict:
     name = variable("operators")
     given = _mapping(name, inputs["operators"])
@@ -455,6 +510,12 @@ def _operators(inputs: Mapping) -> dict:
             given[unknown[0]],
             "no such operator; allowed: " + ", ".join(OPERATORS),
         )
+    catalog_source = inputs["catalog_source"]
+    if catalog_source is not None:
+        catalog_source = _dns_subdomain(variable("catalog_source"), catalog_source)
+    catalog_namespace = _dns_label(
+        variable("catalog_source_namespace"), inputs["catalog_source_namespace"]
+    )
     network_release = NETWORK_OPERATOR_RELEASES[inputs["network_operator_release"]]
     gpu_release = GPU_OPERATOR_RELEASES[inputs["gpu_operator_release"]]
     release_csvs = {
@@ -497,11 +558,11 @@ def _operators(inputs: Mapping) -> dict:
             "channel": _string(f"{where}.channel", channel, expected="an OLM channel name"),
             "source": _dns_subdomain(
                 f"{where}.source",
-                override.get("source") or inputs["catalog_source"] or defaults["source"],
+                override.get("source") or catalog_source or defaults["source"],
             ),
             "source_namespace": _dns_label(
                 f"{where}.source_namespace",
-                override.get("source_namespace") or inputs["catalog_source_namespace"],
+                override.get("source_namespace") or catalog_namespace,
             ),
             "approval": approval,
             "starting_csv": starting_csv and _dns_subdomain(f"{where}.starting_csv", starting_csv),
@@ -541,6 +602,7 @@ def _persistent_nic_names(inputs: Mapping) -> list[dict]:
         )
     rules = []
     seen: dict[str, int] = {}
+    named: dict[str, int] = {}
     for index, entry in enumerate(entries):
         where = f"{name}[{index}]"
         if not isinstance(entry, Mapping) or set(entry) != {"mac", "name"}:
@@ -563,13 +625,16 @@ def _persistent_nic_names(inputs: Mapping) -> list[dict]:
                 f"{where}.mac", mac, f"an address not already in {name}[{seen[normalised]}]"
             )
         seen[normalised] = index
-        rules.append(
-            {
-                "mac": normalised,
-                "name": interface_name(f"{where}.name", entry["name"]),
-                "type": link_type,
-            }
-        )
+        nic_name = interface_name(f"{where}.name", entry["name"])
+        if nic_name in named:
+            raise PlanError(
+                f"{where}.name",
+                nic_name,
+                f"a name not already given to {name}[{named[nic_name]}] "
+                "(udev names one NIC per name)",
+            )
+        named[nic_name] = index
+        rules.append({"mac": normalised, "name": nic_name, "type": link_type})
     return rules
 
 
@@ -605,13 +670,17 @@ def _unknown_inputs(inputs: Mapping) -> None:
             raise PlanError(variable(key), inputs[key], hint)
 
 
-def unknown_variables(names) -> list[tuple[str, str]]:
-    """Prefixed variable names that look like misspelt plan inputs: (name, suggestion)."""
+def unknown_variables(names, known=None) -> list[tuple[str, str]]:
+    """Prefixed variable names that look like misspelt known ones (the plan's inputs and the
+    settings, unless `known` names others): (name, suggestion)."""
+    known = tuple(known if known is not None else KNOWN_VARIABLES)
     found = []
     for name in names:
-        if not name.startswith(PREFIX) or name[len(PREFIX) :] in DEFAULTS:
+        if not name.startswith(PREFIX) or name[len(PREFIX) :] in known:
             continue
-        close = difflib.get_close_matches(name[len(PREFIX) :], DEFAULTS, n=1, cutoff=0.85)
+        if name.startswith(PREFIX + "aap_"):  # aap_configure.yml's own settings
+            continue
+        close = difflib.get_close_matches(name[len(PREFIX) :], known, n=1, cutoff=0.85)
         if close:
             found.append((name, variable(close[0])))
     return found
@@ -638,6 +707,134 @@ def _openshift_support(inputs: Mapping) -> list[dict]:
         ),
     ]
     return [{"component": name, "minimum": low, "maximum": high} for name, (low, high) in ranges]
+
+
+# -- settings: the other inventory variables the playbooks read ----------------------------------
+# Read by roles, not by the builders; validated here too, so a bad one fails at the plan, the
+# first task of every playbook that reads it, before anything is written.
+SETTINGS: dict[str, Any] = {
+    "take_over": False,
+    "render_dir": None,
+    "verify_min_gbps": 100,
+    "verify_nodes": [],
+    "verify_image": None,
+    "verify_keep_pods": False,
+    "verify_report_dir": None,
+    "verify_diagnostics": True,
+    "uninstall_namespaces": False,
+    "uninstall_machine_configs": False,
+    "uninstall_timeout": 1800,
+    "diagnostics_dir": None,
+    "diagnostics_log_lines": 200,
+    "diagnostics_namespaces": [],
+}
+# Set by the playbooks themselves (site.yml's plan, its rescue's failure): known, not validated.
+INTERNAL_VARIABLES = ("plan", "diagnostics_failure")
+KNOWN_VARIABLES = (*DEFAULTS, *SETTINGS, *INTERNAL_VARIABLES)
+MAX_VERIFY_GBPS = 3200
+MAX_UNINSTALL_TIMEOUT = 86400
+MAX_LOG_LINES = 100000
+SCOPES = ("all", "settings")
+_IMAGE = re.compile(r"^[^\s]+$")
+
+
+def _number(name: str, value: Any, low: float, high: float, unit: str) -> float:
+    expected = f"a number of {unit} from {low:g} to {high:g}"
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise PlanError(name, value, expected) from None
+    if (
+        isinstance(number, bool)
+        or not isinstance(number, (int, float))
+        or not low <= number <= high
+    ):
+        raise PlanError(name, value, expected)
+    return number
+
+
+def check_settings(given: Mapping) -> dict:
+    """Validate the settings given (short names, see SETTINGS); return them with the defaults."""
+    settings = {**SETTINGS, **{k: v for k, v in given.items() if v is not None}}
+    for key in ("take_over", "verify_keep_pods", "verify_diagnostics"):
+        settings[key] = _boolean(variable(key), settings[key])
+    for key in ("uninstall_namespaces", "uninstall_machine_configs"):
+        settings[key] = _boolean(variable(key), settings[key])
+    for key in ("render_dir", "verify_report_dir", "diagnostics_dir"):
+        if settings[key] is not None:
+            settings[key] = _string(variable(key), settings[key], expected="a folder path")
+    if settings["verify_image"] is not None:
+        settings["verify_image"] = _string(
+            variable("verify_image"),
+            settings["verify_image"],
+            _IMAGE,
+            "a container image reference without white space, e.g. "
+            "quay.io/edge-infrastructure/nvidia-tools:0.1.5",
+        )
+    settings["verify_min_gbps"] = _number(
+        variable("verify_min_gbps"), settings["verify_min_gbps"], 0, MAX_VERIFY_GBPS, "Gb/s"
+    )
+    name = variable("verify_nodes")
+    settings["verify_nodes"] = [
+        _dns_subdomain(f"{name}[{i}]", node)
+        for i, node in enumerate(_list(name, settings["verify_nodes"]))
+    ]
+    settings["uninstall_timeout"] = _integer(
+        variable("uninstall_timeout"),
+        settings["uninstall_timeout"],
+        1,
+        MAX_UNINSTALL_TIMEOUT,
+        " (seconds each uninstall step may take)",
+    )
+    settings["diagnostics_log_lines"] = _integer(
+        variable("diagnostics_log_lines"),
+        settings["diagnostics_log_lines"],
+        0,
+        MAX_LOG_LINES,
+        " (0 reads no logs)",
+    )
+    name = variable("diagnostics_namespaces")
+    settings["diagnostics_namespaces"] = [
+        _dns_label(f"{name}[{i}]", namespace)
+        for i, namespace in enumerate(_list(name, settings["diagnostics_namespaces"]))
+    ]
+    return settings
+
+
+class MisspeltVariable(PlanError):
+    """A prefixed variable that is no variable of the collection but looks like one."""
+
+    def __init__(self, name: str, meant: str):
+        super().__init__(name, None, f"{meant}?")
+        self.meant = meant
+        ValueError.__init__(
+            self, f"{name}: not a variable of gpudirect.rdma; did you mean {meant}?"
+        )
+
+
+def check_inventory(
+    variables: Mapping, overrides: Mapping | None = None, scope: str = "all"
+) -> dict:
+    """The validation a playbook runs first, over its variables (prefixed names; others are
+    ignored): a misspelt name, then the plan's inputs (scope 'all'; overrides, short names, win
+    over the variables), then the settings. Returns {'plan': ..., 'settings': ...}."""
+    _choice("scope", scope, SCOPES)
+    known = KNOWN_VARIABLES if scope == "all" else (*SETTINGS, *INTERNAL_VARIABLES)
+    misspelt = unknown_variables(variables, known)
+    if misspelt:
+        raise MisspeltVariable(*misspelt[0])
+    given = {
+        key[len(PREFIX) :]: value for key, value in variables.items() if key.startswith(PREFIX)
+    }
+    result = {}
+    if scope == "all":
+        inputs = {key: value for key, value in given.items() if key in DEFAULTS}
+        inputs.update(overrides or {})
+        result["plan"] = build_plan(inputs)
+    result["settings"] = check_settings({k: v for k, v in given.items() if k in SETTINGS})
+    return result
 
 
 # -- the plan ----------------------------------------------------------------------------------
@@ -706,7 +903,18 @@ def build_plan(given: Mapping) -> dict:
 
     ipam_type = _choice(variable("ipam_type"), inputs["ipam_type"], IPAM_TYPES)
     rails = _rails(inputs, method, fabric)
+    block_size = _integer(
+        variable("ipam_per_node_block_size"), inputs["ipam_per_node_block_size"], 1, 65536
+    )
+    if ipam_type == "nv-ipam":
+        _nv_ipam_blocks(rails, block_size)
     operators = _operators(inputs)
+    if isinstance(inputs["openshift_version"], float):
+        raise PlanError(
+            variable("openshift_version"),
+            inputs["openshift_version"],
+            "a quoted string such as '4.20' (YAML reads 4.20 unquoted as the number 4.2)",
+        )
     openshift_version = _string(
         variable("openshift_version"),
         str(inputs["openshift_version"]),
@@ -731,9 +939,7 @@ def build_plan(given: Mapping) -> dict:
         "network_namespace": _dns_label(variable("network_namespace"), inputs["network_namespace"]),
         "ipam": {
             "type": ipam_type,
-            "per_node_block_size": _integer(
-                variable("ipam_per_node_block_size"), inputs["ipam_per_node_block_size"], 1, 65536
-            ),
+            "per_node_block_size": block_size,
         },
         "mtu": mtu,
         "shared_device": {

@@ -393,7 +393,10 @@ def test_nv_ipam_gives_an_ip_pool_and_the_nv_ipam_component():
 
 
 def test_nv_ipam_excludes_become_address_ranges():
-    plan = build_plan({**inputs("host-device-roce"), "ipam_type": "nv-ipam"})
+    # A /28 has 14 host addresses: nv-ipam's per-node block must be smaller.
+    plan = build_plan(
+        {**inputs("host-device-roce"), "ipam_type": "nv-ipam", "ipam_per_node_block_size": 4}
+    )
     pool = find(build_objects(plan), "IPPool")
     assert pool["spec"]["subnet"] == "192.168.3.224/28"
     assert pool["spec"]["exclusions"] == [

@@ -9,6 +9,8 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
     DEFAULTS,
     PlanError,
     build_plan,
+    check_inventory,
+    check_settings,
     unknown_variables,
 )
 
@@ -338,7 +340,7 @@ BAD_INPUTS = [
         "a DNS-1123 label",
     ),
     ({"operators": "nfd"}, "gpudirect_rdma_operators", "a mapping"),
-    ({"catalog_source": "My Mirror"}, "gpudirect_rdma_operators.nfd.source", "a DNS-1123 name"),
+    ({"catalog_source": "My Mirror"}, "gpudirect_rdma_catalog_source", "a DNS-1123 name"),
     ({"network_operator_release": "24.10"}, "gpudirect_rdma_network_operator_release", "26.4.1"),
     ({"gpu_operator_release": "24.9.2"}, "gpudirect_rdma_gpu_operator_release", "26.7.0"),
     ({"image_registry": "https://mirror"}, "gpudirect_rdma_image_registry", "a registry host"),
@@ -414,9 +416,9 @@ def test_every_default_is_a_documented_option():
     from ansible_collections.gpudirect.rdma.plugins.modules import plan as plan_doc
 
     options = yaml.safe_load(plan_doc.DOCUMENTATION)["options"]
-    assert set(options) == set(DEFAULTS)
+    assert set(options) == {*DEFAULTS, "scope"}  # scope: an option of the task only
     for name, option in options.items():
-        if "default" in option:
+        if "default" in option and name != "scope":
             assert option["default"] == DEFAULTS[name], name
         if "choices" in option and name in ("network_operator_release", "gpu_operator_release"):
             assert DEFAULTS[name] in option["choices"]
@@ -426,3 +428,24 @@ def test_misspelt_variables_are_found():
     assert unknown_variables(
         ["gpudirect_rdma_ipam_rnage", "gpudirect_rdma_method", "gpudirect_rdma_render_dir", "x"]
     ) == [("gpudirect_rdma_ipam_rnage", "gpudirect_rdma_ipam_range")]
+
+
+def test_settings_take_survey_strings_and_keep_their_defaults():
+    settings = check_settings(
+        {"verify_min_gbps": "150.5", "uninstall_namespaces": "true", "verify_nodes": "a,b"}
+    )
+    assert settings["verify_min_gbps"] == 150.5
+    assert settings["uninstall_namespaces"] is True
+    assert settings["verify_nodes"] == ["a", "b"]
+    assert (settings["uninstall_timeout"], settings["take_over"]) == (1800, False)
+
+
+def test_check_inventory_plans_and_checks_settings_and_knows_its_scopes():
+    variables = {f"gpudirect_rdma_{k}": v for k, v in BASE.items()}
+    checked = check_inventory({**variables, "gpudirect_rdma_uninstall_timeout": "90"})
+    assert checked["plan"]["method"] == "shared_device"
+    assert checked["settings"]["uninstall_timeout"] == 90
+    # Task options win over the inventory.
+    assert check_inventory(variables, overrides={"mtu": 9000})["plan"]["mtu"] == 9000
+    with pytest.raises(PlanError, match="scope: got 'plan'"):
+        check_inventory(variables, scope="plan")

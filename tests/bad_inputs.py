@@ -1,0 +1,776 @@
+"""Malformed inventories, one table for the unit test (tests/unit/test_bad_inputs.py: the
+validation raises) and the integration test (tests/integration/test_bad_inputs.py: the playbooks
+fail before any write to the cluster).
+
+Each case starts from an example inventory in inventories/ and breaks one thing: it sets or
+removes inventory variables (`set`, `unset`), or passes extra variables the way an Ansible
+Automation Platform survey does (`extra`: strings, winning over the inventory). The message must
+name the variable, show the bad value (as Python's repr writes it; None where the message has no
+value, a misspelt name) and say what is allowed (`allowed`, a fragment). `playbooks` says which
+playbooks read the variable and so must fail on it: site.yml always plans first; verify.yml
+plans too; uninstall.yml reads only its gpudirect_rdma_uninstall_* settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+INVENTORIES = REPO_ROOT / "inventories"
+PREFIX = "gpudirect_rdma_"
+
+
+@dataclass(frozen=True)
+class BadInput:
+    id: str
+    inventory: str
+    variable: str
+    value: str | None
+    allowed: str
+    set: dict[str, Any] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+    extra: dict[str, str] = field(default_factory=dict)
+    playbooks: tuple[str, ...] = ("site",)
+
+    def inventory_variables(self) -> dict[str, Any]:
+        """The group_vars/all.yml of the broken inventory (prefixed names)."""
+        path = INVENTORIES / self.inventory / "group_vars" / "all.yml"
+        variables = yaml.safe_load(path.read_text())
+        for name in self.unset:
+            del variables[PREFIX + name]
+        variables.update({PREFIX + name: value for name, value in self.set.items()})
+        return variables
+
+    def extra_variables(self) -> dict[str, str]:
+        return {PREFIX + name: value for name, value in self.extra.items()}
+
+    def variables(self) -> dict[str, Any]:
+        """What a playbook sees: the inventory, extra variables winning."""
+        return {**self.inventory_variables(), **self.extra_variables()}
+
+    def fragments(self) -> list[str]:
+        """What the message must contain."""
+        return [self.variable, self.allowed] + ([self.value] if self.value is not None else [])
+
+
+SDR = "shared-device-roce"
+SDI = "shared-device-infiniband"
+HDR = "host-device-roce"
+HDI = "host-device-infiniband"
+SLR = "sriov-legacy-roce"
+SLI = "sriov-legacy-infiniband"
+HGX = "multi-rail-hgx"
+VFS = "a whole number from 1 to 127"
+IFNAME = "a Linux interface name: 1 to 15 characters"
+V = PREFIX  # shorter rows below
+
+CASES: list[BadInput] = [
+    # -- wrong types ---------------------------------------------------------------------------
+    BadInput(
+        "mtu-string",
+        SDR,
+        V + "mtu",
+        "'jumbo'",
+        "a whole number from 576 to 9216",
+        set={"mtu": "jumbo"},
+    ),
+    BadInput("num-vfs-float", SLR, V + "sriov_num_vfs", "8.5", VFS, set={"sriov_num_vfs": 8.5}),
+    BadInput(
+        "method-bool",
+        SDR,
+        V + "method",
+        "True",
+        "one of shared_device, host_device, sriov_legacy",
+        set={"method": True},
+        playbooks=("site", "verify"),
+    ),
+    BadInput(
+        "fabric-unknown",
+        SDR,
+        V + "fabric",
+        "'ethernet'",
+        "one of roce, infiniband",
+        set={"fabric": "ethernet"},
+    ),
+    BadInput(
+        "interfaces-number",
+        SDR,
+        V + "interfaces",
+        "8",
+        "a non-empty list of PF interface",
+        set={"interfaces": 8},
+    ),
+    BadInput(
+        "interfaces-entry-list",
+        SDR,
+        V + "interfaces[0]",
+        "['ens8f0np0']",
+        "an interface name or a mapping",
+        set={"interfaces": [["ens8f0np0"]]},
+    ),
+    BadInput(
+        "node-selector-list",
+        SLR,
+        V + "node_selector",
+        "['feature.node.kubernetes.io/pci-15b3.present=true']",
+        "a mapping",
+        set={"node_selector": ["feature.node.kubernetes.io/pci-15b3.present=true"]},
+    ),
+    BadInput(
+        "node-selector-bool-value",
+        SLR,
+        V + "node_selector[nvidia.com/gpu.present]",
+        "True",
+        "a label value string (quote 'true')",
+        set={"node_selector": {"nvidia.com/gpu.present": True}},
+    ),
+    BadInput(
+        "operators-list", SDR, V + "operators", "['nfd']", "a mapping", set={"operators": ["nfd"]}
+    ),
+    BadInput(
+        "namespace-bool",
+        SDR,
+        V + "network_namespace",
+        "True",
+        "a DNS-1123 label",
+        set={"network_namespace": True},
+    ),
+    BadInput(
+        "irdma-sometimes",
+        SDR,
+        V + "blacklist_irdma",
+        "'sometimes'",
+        "true or false",
+        set={"blacklist_irdma": "sometimes"},
+    ),
+    BadInput(
+        "exclude-mapping",
+        HDR,
+        V + "ipam_exclude",
+        "{'from': '192.168.3.229'}",
+        "a list",
+        set={"ipam_exclude": {"from": "192.168.3.229"}},
+    ),
+    BadInput(
+        "openshift-version-float",
+        SDR,
+        V + "openshift_version",
+        "4.2",
+        "a quoted string such as '4.20'",
+        set={"openshift_version": 4.2},
+    ),
+    BadInput(
+        "take-over-maybe",
+        SDR,
+        V + "take_over",
+        "'maybe'",
+        "true or false",
+        set={"take_over": "maybe"},
+    ),
+    # -- ranges --------------------------------------------------------------------------------
+    BadInput("num-vfs-0", SLR, V + "sriov_num_vfs", "0", VFS, set={"sriov_num_vfs": 0}),
+    BadInput("num-vfs-129", SLR, V + "sriov_num_vfs", "129", VFS, set={"sriov_num_vfs": 129}),
+    BadInput(
+        "num-vfs-32-infiniband",
+        SLI,
+        V + "sriov_num_vfs",
+        "32",
+        "at most 16 VFs per PF on InfiniBand",
+        set={"sriov_num_vfs": 32},
+        playbooks=("site", "verify"),
+    ),
+    BadInput(
+        "mtu-9500-roce",
+        HGX,
+        V + "mtu",
+        "9500",
+        "a whole number from 576 to 9216 on roce",
+        set={"mtu": 9500},
+    ),
+    BadInput(
+        "mtu-500-infiniband",
+        SDI,
+        V + "mtu",
+        "500",
+        "a whole number from 576 to 65520 on infiniband",
+        set={"mtu": 500},
+    ),
+    BadInput(
+        "vlan-4095", SLR, V + "vlan", "4095", "a whole number from 0 to 4094", set={"vlan": 4095}
+    ),
+    BadInput(
+        "priority-100",
+        SLR,
+        V + "sriov_priority",
+        "100",
+        "a whole number from 0 to 99",
+        set={"sriov_priority": 100},
+    ),
+    BadInput(
+        "hca-max-0",
+        SDR,
+        V + "rdma_hca_max",
+        "0",
+        "a whole number from 1 to 1000",
+        set={"rdma_hca_max": 0},
+    ),
+    BadInput(
+        "block-size-0",
+        HDI,
+        V + "ipam_per_node_block_size",
+        "0",
+        "a whole number from 1 to 65536",
+        set={"ipam_per_node_block_size": 0},
+    ),
+    BadInput(
+        "verify-threshold-negative",
+        SDR,
+        V + "verify_min_gbps",
+        "-10",
+        "a number of Gb/s from 0 to 3200",
+        set={"verify_min_gbps": -10},
+        playbooks=("site", "verify"),
+    ),
+    BadInput(
+        "uninstall-timeout-0",
+        SDR,
+        V + "uninstall_timeout",
+        "0",
+        "a whole number from 1 to 86400",
+        set={"uninstall_timeout": 0},
+        playbooks=("site", "uninstall"),
+    ),
+    BadInput(
+        "log-lines-negative",
+        SDR,
+        V + "diagnostics_log_lines",
+        "-1",
+        "a whole number from 0 to 100000",
+        set={"diagnostics_log_lines": -1},
+    ),
+    # -- names ---------------------------------------------------------------------------------
+    BadInput(
+        "interface-too-long",
+        SDR,
+        V + "interfaces[0].name",
+        "'ens8f0np0-rail0x'",
+        IFNAME,
+        set={"interfaces": ["ens8f0np0-rail0x"]},
+        playbooks=("site", "verify"),
+    ),
+    BadInput(
+        "interface-slash",
+        SDR,
+        V + "interfaces[0].name",
+        "'ens8f0np0/1'",
+        "no '/'",
+        set={"interfaces": ["ens8f0np0/1"]},
+    ),
+    BadInput(
+        "interface-vf-range",
+        SLR,
+        V + "interfaces[0].name",
+        "'ens8f0np0#0-3'",
+        "'#'",
+        set={"interfaces": ["ens8f0np0#0-3"]},
+    ),
+    BadInput(
+        "interface-space",
+        HDR,
+        V + "interfaces[0].name",
+        "'ens8f0 np0'",
+        "white space",
+        set={"interfaces": ["ens8f0 np0"]},
+    ),
+    BadInput(
+        "interface-key-misspelt",
+        HGX,
+        V + "interfaces[0].nmae",
+        "'ens1f0np0'",
+        "no such key; allowed: name",
+        set={"interfaces": [{"nmae": "ens1f0np0"}]},
+    ),
+    BadInput(
+        "network-name-upper-case",
+        SDR,
+        V + "network_name",
+        "'RDMA_Net'",
+        "a DNS-1123 name",
+        set={"network_name": "RDMA_Net"},
+    ),
+    BadInput(
+        "namespace-too-long",
+        HDR,
+        V + "network_namespace",
+        "'" + "n" * 64 + "'",
+        "at most 63 characters",
+        set={"network_namespace": "n" * 64},
+    ),
+    BadInput(
+        "policy-name-upper-case",
+        SLR,
+        V + "sriov_policy_name",
+        "'Policy_1'",
+        "a DNS-1123 name",
+        set={"sriov_policy_name": "Policy_1"},
+    ),
+    BadInput(
+        "resource-name-slash",
+        SDR,
+        V + "shared_device_resource_name",
+        "'rdma/shared'",
+        "a resource name",
+        set={"shared_device_resource_name": "rdma/shared"},
+    ),
+    BadInput(
+        "pull-secret-name",
+        SDR,
+        V + "image_pull_secrets[0]",
+        "'My_Secret'",
+        "a DNS-1123 name",
+        set={"image_pull_secrets": ["My_Secret"]},
+    ),
+    BadInput(
+        "machine-config-role-upper-case",
+        SDR,
+        V + "machine_config_role",
+        "'Worker'",
+        "a DNS-1123 label",
+        set={"machine_config_role": "Worker"},
+    ),
+    BadInput(
+        "machine-config-role-two",
+        SDR,
+        V + "machine_config_role",
+        "'worker,master'",
+        "a DNS-1123 label",
+        set={"machine_config_role": "worker,master"},
+    ),
+    BadInput(
+        "misspelt-ipam-range",
+        SDR,
+        V + "ipam_rnage",
+        None,
+        "did you mean gpudirect_rdma_ipam_range?",
+        set={"ipam_rnage": "192.168.2.0/24"},
+        unset=("ipam_range",),
+    ),
+    BadInput(
+        "misspelt-num-vfs",
+        SLR,
+        V + "sriov_num_vf",
+        None,
+        "did you mean gpudirect_rdma_sriov_num_vfs?",
+        set={"sriov_num_vf": 8},
+    ),
+    BadInput(
+        "misspelt-uninstall-timeout",
+        SDR,
+        V + "uninstall_timout",
+        None,
+        "did you mean gpudirect_rdma_uninstall_timeout?",
+        set={"uninstall_timout": 600},
+        playbooks=("site", "uninstall"),
+    ),
+    # -- IPAM ----------------------------------------------------------------------------------
+    BadInput(
+        "range-without-prefix",
+        SDR,
+        V + "ipam_range",
+        "'192.168.2.0'",
+        "CIDR notation",
+        set={"ipam_range": "192.168.2.0"},
+    ),
+    BadInput(
+        "range-bad-octet",
+        SDR,
+        V + "ipam_range",
+        "'192.168.256.0/24'",
+        "CIDR notation",
+        set={"ipam_range": "192.168.256.0/24"},
+    ),
+    BadInput(
+        "range-missing",
+        SDR,
+        V + "ipam_range",
+        None,
+        "the IP range pods get addresses from",
+        unset=("ipam_range", "ipam_gateway"),
+    ),
+    BadInput(
+        "gateway-outside",
+        SDR,
+        V + "ipam_gateway",
+        "'192.168.3.1'",
+        "an address inside 192.168.2.0/24",
+        set={"ipam_gateway": "192.168.3.1"},
+    ),
+    BadInput(
+        "gateway-network-address",
+        SDR,
+        V + "ipam_gateway",
+        "'192.168.2.0'",
+        "not its network or broadcast address",
+        set={"ipam_gateway": "192.168.2.0"},
+    ),
+    BadInput(
+        "gateway-broadcast-address",
+        HDI,
+        V + "ipam_gateway",
+        "'192.168.7.255'",
+        "not its network or broadcast address",
+        set={"ipam_gateway": "192.168.7.255"},
+    ),
+    BadInput(
+        "gateway-not-an-address",
+        SDR,
+        V + "ipam_gateway",
+        "'router'",
+        "an IP address",
+        set={"ipam_gateway": "router"},
+    ),
+    BadInput(
+        "exclude-outside",
+        HDR,
+        V + "ipam_exclude[1]",
+        "'192.168.4.236/32'",
+        "a CIDR inside 192.168.3.224/28",
+        set={"ipam_exclude": ["192.168.3.229/30", "192.168.4.236/32"]},
+    ),
+    BadInput(
+        "exclude-not-cidr",
+        SLI,
+        V + "ipam_exclude[0]",
+        "'192.168.6.229'",
+        "CIDR notation",
+        set={"ipam_exclude": ["192.168.6.229"]},
+    ),
+    BadInput(
+        "rails-overlap",
+        HGX,
+        V + "interfaces[1].ipam_range",
+        "'10.100.0.128/25'",
+        "each rail needs a subnet of its own",
+        unset=("ipam_range",),
+        set={
+            "interfaces": [
+                {"name": "ens1f0np0", "ipam_range": "10.100.0.0/24"},
+                {"name": "ens2f0np0", "ipam_range": "10.100.0.128/25"},
+            ]
+        },
+    ),
+    BadInput(
+        "rails-share-gateway",
+        HGX,
+        V + "ipam_gateway",
+        "'10.100.0.1'",
+        "give each entry of gpudirect_rdma_interfaces its own ipam_range",
+        set={"ipam_gateway": "10.100.0.1"},
+    ),
+    BadInput(
+        "range-too-small-for-rails",
+        HGX,
+        V + "ipam_range",
+        "'10.100.0.0/28'",
+        "large enough to split into 8 subnets",
+        set={"ipam_range": "10.100.0.0/28"},
+    ),
+    BadInput(
+        "rail-gateway-without-range",
+        HGX,
+        V + "interfaces[0].ipam_gateway",
+        "'10.100.0.1'",
+        "an ipam_range on gpudirect_rdma_interfaces[0] as well",
+        set={"interfaces": [{"name": "ens1f0np0", "ipam_gateway": "10.100.0.1"}]},
+    ),
+    BadInput(
+        "ipam-type-dhcp",
+        SDR,
+        V + "ipam_type",
+        "'dhcp'",
+        "one of whereabouts, nv-ipam",
+        set={"ipam_type": "dhcp"},
+    ),
+    # -- combinations --------------------------------------------------------------------------
+    BadInput(
+        "vlan-on-infiniband", SLI, V + "vlan", "100", "no vlan on InfiniBand", set={"vlan": 100}
+    ),
+    BadInput(
+        "vlan-with-shared-device",
+        SDR,
+        V + "vlan",
+        "10",
+        "only sriov_legacy over roce",
+        set={"vlan": 10},
+    ),
+    BadInput(
+        "ib-link-state-on-roce",
+        SLR,
+        V + "ib_link_state",
+        "'enable'",
+        "unset unless method is sriov_legacy over infiniband",
+        set={"ib_link_state": "enable"},
+    ),
+    BadInput(
+        "ib-link-state-up",
+        SLI,
+        V + "ib_link_state",
+        "'up'",
+        "one of enable, disable, auto",
+        set={"ib_link_state": "up"},
+    ),
+    BadInput(
+        "nv-ipam-block-larger-than-range",
+        HDI,
+        V + "ipam_per_node_block_size",
+        "16",
+        "fewer addresses than the 14 for hosts",
+        set={"ipam_range": "192.168.7.0/28"},
+        unset=("ipam_gateway",),
+    ),
+    BadInput(
+        "duplicate-interfaces",
+        HGX,
+        V + "interfaces[2].name",
+        "'ens1f0np0'",
+        "a name not already used by gpudirect_rdma_interfaces[0]",
+        set={"interfaces": ["ens1f0np0", "ens2f0np0", "ens1f0np0"]},
+    ),
+    BadInput(
+        "duplicate-rail-networks",
+        HGX,
+        V + "interfaces[0].network_name",
+        "'rail'",
+        "a network name used by one rail only",
+        set={
+            "interfaces": [
+                {"name": "ens1f0np0", "network_name": "rail"},
+                {"name": "ens2f0np0", "network_name": "rail"},
+            ]
+        },
+    ),
+    BadInput(
+        "gpu-memory-nvidia-peermem",
+        SDR,
+        V + "gpu_memory",
+        "'nvidia-peermem'",
+        "one of dmabuf, peermem",
+        set={"gpu_memory": "nvidia-peermem"},
+    ),
+    BadInput(
+        "gpu-memory-bool",
+        HDR,
+        V + "gpu_memory",
+        "True",
+        "one of dmabuf, peermem",
+        set={"gpu_memory": True},
+    ),
+    BadInput(
+        "unknown-operator",
+        SDR,
+        V + "operators.gpu",
+        "{'channel': 'v26.7'}",
+        "no such operator; allowed: nfd, sriov_network_operator",
+        set={"operators": {"gpu": {"channel": "v26.7"}}},
+    ),
+    BadInput(
+        "unknown-operator-key",
+        SDR,
+        V + "operators.nfd.chanel",
+        "'stable'",
+        "no such key; allowed: namespace, channel",
+        set={"operators": {"nfd": {"chanel": "stable"}}},
+    ),
+    BadInput(
+        "approval-lower-case",
+        SDR,
+        V + "operators.network_operator.approval",
+        "'manual'",
+        "one of Automatic, Manual",
+        set={"operators": {"network_operator": {"approval": "manual"}}},
+    ),
+    BadInput(
+        "manual-without-csv",
+        SDR,
+        V + "operators.nfd.starting_csv",
+        "None",
+        "when approval is Manual",
+        set={"operators": {"nfd": {"approval": "Manual"}}},
+    ),
+    BadInput(
+        "network-operator-release",
+        SDR,
+        V + "network_operator_release",
+        "'24.10.0'",
+        "one of 26.4.1",
+        set={"network_operator_release": "24.10.0"},
+    ),
+    BadInput(
+        "gpu-operator-release-float",
+        SDR,
+        V + "gpu_operator_release",
+        "'26.7'",
+        "one of 26.7.0",
+        set={"gpu_operator_release": 26.7},
+    ),
+    BadInput(
+        "catalog-source",
+        SDR,
+        V + "catalog_source",
+        "'My Mirror'",
+        "a DNS-1123 name",
+        set={"catalog_source": "My Mirror"},
+    ),
+    BadInput(
+        "catalog-source-namespace",
+        SDR,
+        V + "catalog_source_namespace",
+        "'Openshift_Marketplace'",
+        "a DNS-1123 label",
+        set={"catalog_source_namespace": "Openshift_Marketplace"},
+    ),
+    BadInput(
+        "image-registry-url",
+        SDR,
+        V + "image_registry",
+        "'https://mirror.example.com'",
+        "a registry host",
+        set={"image_registry": "https://mirror.example.com"},
+    ),
+    BadInput(
+        "persistent-name-short-mac",
+        SDR,
+        V + "persistent_nic_names[0].mac",
+        "'b8:3f:d2:3b:51'",
+        "a MAC address",
+        set={"persistent_nic_names": [{"mac": "b8:3f:d2:3b:51", "name": "ens8f0np0"}]},
+    ),
+    BadInput(
+        "persistent-name-duplicate-mac",
+        SDR,
+        V + "persistent_nic_names[1].mac",
+        "'B8:3F:D2:3B:51:29'",
+        "an address not already in",
+        set={
+            "persistent_nic_names": [
+                {"mac": "b8:3f:d2:3b:51:29", "name": "ens8f0np0"},
+                {"mac": "B8:3F:D2:3B:51:29", "name": "ens8f1np1"},
+            ]
+        },
+    ),
+    BadInput(
+        "persistent-name-duplicate-name",
+        SDR,
+        V + "persistent_nic_names[1].name",
+        "'ens8f0np0'",
+        "a name not already given to",
+        set={
+            "persistent_nic_names": [
+                {"mac": "b8:3f:d2:3b:51:29", "name": "ens8f0np0"},
+                {"mac": "b8:3f:d2:3b:51:2a", "name": "ens8f0np0"},
+            ]
+        },
+    ),
+    BadInput(
+        "persistent-name-without-mac",
+        SDR,
+        V + "persistent_nic_names[0]",
+        "{'name': 'ens8f0np0'}",
+        "a mapping with exactly 'mac' and 'name'",
+        set={"persistent_nic_names": [{"name": "ens8f0np0"}]},
+    ),
+    # -- survey answers (extra variables, strings) ---------------------------------------------
+    BadInput(
+        "survey-interfaces-yaml-list",
+        SDR,
+        V + "interfaces[0].name",
+        "'[ens8f0np0'",
+        "brackets",
+        extra={"interfaces": "[ens8f0np0, ens8f1np0]"},
+        unset=("ipam_gateway",),
+    ),
+    BadInput(
+        "survey-interfaces-semicolon",
+        SDR,
+        V + "interfaces[0].name",
+        "'ens8f0np0;ens8f1np0'",
+        IFNAME,
+        extra={"interfaces": "ens8f0np0;ens8f1np0"},
+    ),
+    BadInput(
+        "survey-interfaces-blank",
+        SDR,
+        V + "interfaces",
+        "' , '",
+        "a non-empty list of PF interface names",
+        extra={"interfaces": " , "},
+    ),
+    BadInput(
+        "survey-mtu-with-unit",
+        HGX,
+        V + "mtu",
+        "'9000 bytes'",
+        "a whole number",
+        extra={"mtu": "9000 bytes"},
+    ),
+    BadInput(
+        "survey-exclude-address-range",
+        HDR,
+        V + "ipam_exclude[0]",
+        "'192.168.3.229-192.168.3.231'",
+        "CIDR notation",
+        extra={"ipam_exclude": "192.168.3.229-192.168.3.231"},
+    ),
+    BadInput(
+        "survey-method-label",
+        SDR,
+        V + "method",
+        "'Shared device'",
+        "one of shared_device, host_device, sriov_legacy",
+        extra={"method": "Shared device"},
+        playbooks=("site", "verify"),
+    ),
+    BadInput(
+        "survey-threshold-text",
+        SDR,
+        V + "verify_min_gbps",
+        "'fast'",
+        "a number of Gb/s from 0 to 3200",
+        extra={"verify_min_gbps": "fast"},
+        playbooks=("site", "verify"),
+    ),
+    BadInput(
+        "survey-verify-nodes",
+        SDR,
+        V + "verify_nodes[0]",
+        "'worker_0'",
+        "a DNS-1123 name",
+        extra={"verify_nodes": "worker_0,worker_1"},
+        playbooks=("site", "verify"),
+    ),
+    BadInput(
+        "survey-uninstall-namespaces",
+        SDR,
+        V + "uninstall_namespaces",
+        "'ja'",
+        "true or false",
+        extra={"uninstall_namespaces": "ja"},
+        playbooks=("site", "uninstall"),
+    ),
+    BadInput(
+        "survey-uninstall-timeout-unit",
+        SDR,
+        V + "uninstall_timeout",
+        "'30m'",
+        "a whole number from 1 to 86400",
+        extra={"uninstall_timeout": "30m"},
+        playbooks=("site", "uninstall"),
+    ),
+]
+
+IDS = [case.id for case in CASES]
+assert len(set(IDS)) == len(IDS), "case ids are unique"
