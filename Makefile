@@ -65,7 +65,9 @@ lint: venv ## yamllint, ruff, ansible-lint (production profile)
 	$(BIN)/yamllint --strict .
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/ansible-lint --profile production
+	@# Its mock roles live in ANSIBLE_HOME and each run removes them at its end: one per tree, so
+	@# runs in other clones or worktrees cannot pull them away mid-run.
+	ANSIBLE_HOME=$(CURDIR)/.cache/ansible-lint $(BIN)/ansible-lint --profile production
 
 .PHONY: unit
 unit: venv ## unit tests (no cluster)
