@@ -257,14 +257,7 @@ class Applier:
                     }
                 )
                 if not self.check_mode:
-                    resource = self.cluster.resource(obj["apiVersion"], obj["kind"])
-                    live = self.cluster.dynamic.server_side_apply(
-                        resource,
-                        body=obj,
-                        namespace=obj["metadata"].get("namespace"),
-                        field_manager=FIELD_MANAGER,
-                        force_conflicts=True,
-                    ).to_dict()
+                    live = self.cluster.apply(obj)
             self.results.append(outcome(obj, _DONE[action], reasons))
             applied.append(live)
         return applied
@@ -322,14 +315,13 @@ def delete_and_wait(
     results = [outcome(item, "deleted", reasons) for item in items]
     if check_mode or not items:
         return results
-    for item in items:
-        try:
-            cluster.resource(item["apiVersion"], item["kind"]).delete(
-                name=item["metadata"]["name"], namespace=item["metadata"].get("namespace")
-            )
-        except Exception as error:  # gone meanwhile: that is what was asked
-            if getattr(error, "status", None) != 404:
-                raise
+    for item in items:  # one gone meanwhile is what was asked
+        cluster.delete(
+            item["apiVersion"],
+            item["kind"],
+            item["metadata"]["name"],
+            item["metadata"].get("namespace"),
+        )
     deadline = time.monotonic() + timeout
     remaining = items
     while True:
