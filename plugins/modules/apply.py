@@ -160,6 +160,7 @@ def main():
     applier = Applier(cluster, module.check_mode, module.params["take_over"])
     try:
         with failing_clearly(module, cluster, results=lambda: applier.results):
+            applier.apply(objects)
             if module.params["prune"]:
                 applier.prune(
                     objects,

@@ -516,10 +516,9 @@ class ControlPlane:
         state["processes"] = [p for p in state["processes"] if p["name"] != name]
         self._write_state(state)
         log = self.state_dir / f"{name}.log"
-        previous = log.read_bytes() if log.exists() else b""
+        if log.exists():  # keep what the killed process wrote: _spawn starts a new log
+            log.rename(log.with_name(f"{name}.log.{time.strftime('%H%M%S')}"))
         process = self._spawn(name, argv)
-        if previous:  # keep what the killed process wrote: _spawn starts a new log
-            log.write_bytes(previous + b"--- restarted ---\n" + log.read_bytes())
         if name == "kube-apiserver":
             ca = CertificateAuthority.load(self.pki)
             pair = ca.issue("client-restart-probe", HARNESS_USER, organizations=(MASTERS,))
