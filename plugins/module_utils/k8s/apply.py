@@ -134,8 +134,12 @@ def decide(desired: dict, live: dict | None) -> tuple[str, list[str]]:
     return ("update" if reasons else "unchanged"), reasons
 
 
+HIDDEN = "(hidden)"
+
+
 def clean(obj: dict | None) -> dict:
-    """An object without server bookkeeping, for diffs and results."""
+    """An object without server bookkeeping, for diffs and results; a Secret's values are
+    replaced by (hidden)."""
     if obj is None:
         return {}
     result = copy.deepcopy(obj)
@@ -143,6 +147,10 @@ def clean(obj: dict | None) -> dict:
     for key in _VOLATILE_METADATA:
         metadata.pop(key, None)
     result.pop("status", None)
+    if result.get("kind") == "Secret":
+        for field in ("data", "stringData"):
+            if isinstance(result.get(field), dict):
+                result[field] = dict.fromkeys(result[field], HIDDEN)
     return result
 
 

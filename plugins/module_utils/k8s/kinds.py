@@ -22,6 +22,9 @@ MANAGED_KINDS = (
     # The GPU driver (and nvidia-peermem) goes before the network driver it builds on.
     ("nvidia.com/v1", "ClusterPolicy", "cluster-policy"),
     ("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy"),
+    # The pull Secret made from gpudirect_rdma_image_registry_username/_password goes with the
+    # NicClusterPolicy whose components pull with it.
+    ("v1", "Secret", "nic-cluster-policy"),
     ("sriovnetwork.openshift.io/v1", "SriovOperatorConfig", "sriov-operator-config"),
     ("nfd.openshift.io/v1", "NodeFeatureDiscovery", "nfd-instance"),
     ("operators.coreos.com/v1alpha1", "Subscription", "operators"),

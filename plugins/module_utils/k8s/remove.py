@@ -95,7 +95,9 @@ class Remover:
         those that hold objects of the managed kinds that somebody else created."""
         foreign: dict[str, list[str]] = {}
         for kind in kinds():
-            if kind["kind"] in ("Namespace", "Pod"):  # pods: the operators' own workloads
+            # Pods and Secrets: the operators' own workloads and their service account tokens,
+            # certificates and pull secrets.
+            if kind["kind"] in ("Namespace", "Pod", "Secret"):
                 continue
             for item in list_if_served(self.cluster, kind["apiVersion"], kind["kind"]) or []:
                 namespace = item["metadata"].get("namespace")
