@@ -96,6 +96,8 @@ def test_the_registry_password_is_never_printed_rendered_or_archived(
     secret = core.read_namespaced_secret(SECRET_NAME, NAMESPACE)
     assert secret.type == "kubernetes.io/dockerconfigjson"
     assert secret.metadata.labels["app.kubernetes.io/managed-by"] == "gpudirect.rdma"
+    # The forms looked for do find the Secret's own data, had it been shown.
+    assert any(form in secret.data[".dockerconfigjson"] for form in LEAKS)
     config = json.loads(base64.b64decode(secret.data[".dockerconfigjson"]))
     login = config["auths"][REGISTRY]
     assert (login["username"], login["password"]) == (USER, PASSWORD)
