@@ -63,3 +63,58 @@ def test_no_diff_or_result_shows_a_secrets_values():
     assert SECRET not in json.dumps(shown)
     assert secret["data"][".dockerconfigjson"] not in json.dumps(shown)
     assert secret["data"][".dockerconfigjson"] != "(hidden)"  # the input is left alone
+
+
+class StageCluster:
+    """Lists objects by kind (the label selector is taken as matched), records deletions."""
+
+    def __init__(self, objects):
+        self.objects = objects
+        self.deleted = []
+
+    def list(self, api_version, kind, namespace=None, label_selector=None):
+        return [o for o in self.objects if o["kind"] == kind and o not in self.deleted]
+
+    def get(self, api_version, kind, name, namespace=None):
+        return None  # deleted at once
+
+    def delete(self, api_version, kind, name, namespace=None):
+        self.deleted.extend(
+            o for o in self.objects if o["kind"] == kind and o["metadata"]["name"] == name
+        )
+
+
+def test_uninstall_removes_the_pull_secret_with_the_nicclusterpolicy_and_shows_no_data():
+    from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import Remover
+
+    secret = registry_secret(
+        "s", "nvidia-network-operator", "m", "puller", SECRET, "network-operator"
+    )
+    policy = {
+        "apiVersion": "mellanox.com/v1alpha1",
+        "kind": "NicClusterPolicy",
+        "metadata": {"name": "nic-cluster-policy", "labels": secret["metadata"]["labels"]},
+    }
+    cluster = StageCluster([policy, secret])
+    remover = Remover(cluster, check_mode=False, sleep=lambda _seconds: None)
+    remover.remove("nic-cluster-policy", "", timeout=5)
+    assert {o["kind"] for o in cluster.deleted} == {"NicClusterPolicy", "Secret"}
+    assert SECRET not in json.dumps(remover.diffs)
+    assert secret["data"][".dockerconfigjson"] not in json.dumps(remover.diffs + remover.results)
+
+
+def test_somebody_elses_secret_does_not_keep_a_namespace_of_the_collection():
+    from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import Remover
+
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "nvidia-network-operator", "labels": {}},
+    }
+    token = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "operator-token", "namespace": "nvidia-network-operator"},
+    }
+    remover = Remover(StageCluster([namespace, token]), check_mode=True)
+    assert remover._namespaces_to_delete([namespace]) == [namespace]
