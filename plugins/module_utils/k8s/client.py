@@ -8,6 +8,7 @@ import contextlib
 import copy
 import json
 import re
+import ssl
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
@@ -99,12 +100,15 @@ def _connection_error(error: BaseException) -> bool:
     """No HTTP answer at all: refused, reset, timed out, TLS."""
     if isinstance(error, (NotServed, ApiFailure)) or getattr(error, "status", None) is not None:
         return False
+    # Not any OSError: the collection's own TimeoutError (objects still there after a wait)
+    # is no connection error.
+    http_errors: tuple = (ConnectionError, ssl.SSLError)
     try:
         import urllib3.exceptions
 
-        http_errors: tuple = (urllib3.exceptions.HTTPError, OSError)
+        http_errors += (urllib3.exceptions.HTTPError,)
     except ImportError:  # pragma: no cover - the kubernetes package needs urllib3
-        http_errors = (OSError,)
+        pass
     return isinstance(error, http_errors)
 
 

@@ -491,3 +491,14 @@ def test_an_api_server_that_stops_answering_is_reported_with_the_request_and_the
     )
     assert "run the playbook again" in text
     assert "Traceback" not in text and "object at 0x" not in text
+
+
+def test_only_connection_errors_are_taken_for_an_api_server_that_does_not_answer():
+    from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+        _connection_error,
+    )
+
+    assert _connection_error(ConnectionRefusedError(111, "Connection refused"))
+    # delete_and_wait's own timeout is about objects, not about the connection.
+    assert not _connection_error(TimeoutError("deleted objects still exist after 5s"))
+    assert not _connection_error(ValueError("a bug"))
