@@ -260,10 +260,11 @@ def wait_for(
     even seen a new MachineConfig must not pass) and, with stable_for, in every read for that many
     seconds (an operator that flaps between ready and not ready must not pass on a ready
     moment); return when each gate was first met. Raises GateFailed when a gate reaches a
-    fail_on value, GateTimeout naming the first unmet gate (or, when they were all met at the
-    end but not for long enough, the gate last seen unmet and what it was)."""
+    fail_on value, GateTimeout naming the first unmet gate (or, with stable_for, once the gates
+    had been met but never for long enough: the gate last seen unmet and what it was)."""
     began = clock()
     first_met: dict[str, float] = {}
+    all_met_once = False
     met_since = None  # when the current run of reads with every gate met began
     longest = 0.0
     last_unmet = None  # (gate, observation) of the last read with a gate unmet
@@ -284,12 +285,13 @@ def wait_for(
             met_since = None
             last_unmet = unmet[0]
         else:
+            all_met_once = True
             met_since = now if met_since is None else met_since
             longest = max(longest, now - met_since)
             if now - met_since >= stable_for:
                 return first_met
         if now - began >= timeout:
-            if unmet:
+            if unmet and not (stable_for and all_met_once):
                 gate, observation = unmet[0]
                 raise GateTimeout(
                     message(gate, observation, now - began, "not reached"), gate, observation

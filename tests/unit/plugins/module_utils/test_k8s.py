@@ -447,6 +447,22 @@ def test_stable_for_needs_the_gate_met_read_after_read_and_times_out_on_flapping
     assert raised.value.report()["seen"].endswith("'notReady'")
 
 
+def test_a_flapping_state_that_is_not_ready_at_the_timeout_is_reported_as_unstable():
+    clock = FakeClock()
+    with pytest.raises(GateTimeout) as raised:
+        wait_for(
+            FlappingCluster(clock, 2),
+            [gate(equals="ready")],
+            timeout=10,
+            clock=clock,
+            sleep=clock.sleep,
+            stable_for=4,
+        )
+    assert clock.now == 10
+    assert "not stable after 10s" in str(raised.value)
+    assert str(raised.value).endswith("status.state is 'notReady'.")
+
+
 def test_stable_for_passes_once_the_state_holds_long_enough():
     clock = FakeClock()
     cluster = FakeCluster([policy("ready"), policy("notReady")] + [policy("ready")] * 10)
