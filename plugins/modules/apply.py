@@ -123,9 +123,9 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import ( 
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
-    Forbidden,
     NotServed,
     argument_spec,
+    failing_clearly,
 )
 
 
@@ -155,19 +155,22 @@ def main():
             module.fail_json(
                 msg=f"objects[{index}]: expected apiVersion, kind and metadata.name; got keys {sorted(obj)}"
             )
-    applier = Applier(Cluster(module), module.check_mode, module.params["take_over"])
+    with failing_clearly(module):
+        cluster = Cluster(module)
+    applier = Applier(cluster, module.check_mode, module.params["take_over"])
     try:
-        applier.apply(objects)
-        if module.params["prune"]:
-            applier.prune(
-                objects,
-                module.params["prune"]["kinds"],
-                module.params["prune"]["label_selector"],
-                module.params["prune_timeout"],
-            )
+        with failing_clearly(module, cluster, results=lambda: applier.results):
+            applier.apply(objects)
+            if module.params["prune"]:
+                applier.prune(
+                    objects,
+                    module.params["prune"]["kinds"],
+                    module.params["prune"]["label_selector"],
+                    module.params["prune_timeout"],
+                )
     except ForeignObjects as error:
         module.fail_json(msg=str(error), foreign=error.names, results=applier.results)
-    except (NotServed, Forbidden, TimeoutError) as error:
+    except (NotServed, TimeoutError) as error:
         module.fail_json(msg=str(error), results=applier.results)
     result = {
         "changed": applier.changed,

@@ -77,9 +77,9 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
-    Forbidden,
     NotServed,
     argument_spec,
+    failing_clearly,
 )
 
 
@@ -95,24 +95,24 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    cluster = Cluster(module)
+    with failing_clearly(module):
+        cluster = Cluster(module)
     try:
-        if params["name"]:
-            found = cluster.get(
-                params["api_version"], params["kind"], params["name"], params["namespace"]
-            )
-            resources = [found] if found is not None else []
-        else:
-            resources = cluster.list(
-                params["api_version"],
-                params["kind"],
-                params["namespace"],
-                ",".join(params["label_selectors"]) or None,
-            )
+        with failing_clearly(module, cluster):
+            if params["name"]:
+                found = cluster.get(
+                    params["api_version"], params["kind"], params["name"], params["namespace"]
+                )
+                resources = [found] if found is not None else []
+            else:
+                resources = cluster.list(
+                    params["api_version"],
+                    params["kind"],
+                    params["namespace"],
+                    ",".join(params["label_selectors"]) or None,
+                )
     except NotServed:
         module.exit_json(changed=False, resources=[], served=False)
-    except Forbidden as error:
-        module.fail_json(msg=str(error))
     module.exit_json(changed=False, resources=resources, served=True)
 
 

@@ -80,9 +80,9 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import ( 
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
-    Forbidden,
     NotServed,
     argument_spec,
+    failing_clearly,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import (  # noqa: E402
     OlmError,
@@ -99,18 +99,20 @@ def main():
         ),
         supports_check_mode=True,
     )
-    cluster = Cluster(module)
+    with failing_clearly(module):
+        cluster = Cluster(module)
     applier = Applier(cluster, module.check_mode, module.params["take_over"])
     try:
-        result = install(
-            cluster,
-            applier,
-            module.params["objects"],
-            module.params["timeout"],
-            module.params["take_over"],
-            module.check_mode,
-        )
-    except (OlmError, ForeignObjects, NotServed, Forbidden) as error:
+        with failing_clearly(module, cluster, results=lambda: applier.results):
+            result = install(
+                cluster,
+                applier,
+                module.params["objects"],
+                module.params["timeout"],
+                module.params["take_over"],
+                module.check_mode,
+            )
+    except (OlmError, ForeignObjects, NotServed) as error:
         module.fail_json(msg=str(error), results=applier.results)
     result.update(
         changed=applier.changed or bool(result["approved_install_plans"]), results=applier.results

@@ -192,10 +192,25 @@ options:
     description: Registry (host, optional port and path) that replaces the host of every NicClusterPolicy component repository, for disconnected clusters.
     type: str
   image_pull_secrets:
-    description: Pull secrets of the NicClusterPolicy components.
+    description:
+      - Names of existing pull secrets (in the Network Operator's namespace) of the NicClusterPolicy components.
+      - With O(image_registry_username) and O(image_registry_password), C(gpudirect-rdma-image-registry) is added.
     type: list
     elements: str
     default: []
+  image_registry_username:
+    description:
+      - User name of O(image_registry), for a registry that needs a login. With O(image_registry_password), the
+        Network Operator role creates the C(kubernetes.io/dockerconfigjson) Secret C(gpudirect-rdma-image-registry) in
+        the Network Operator's namespace (labelled like every object of the collection, removed by uninstall) and
+        adds it to O(image_pull_secrets).
+      - Without a C(:) or white space. Requires O(image_registry).
+    type: str
+  image_registry_password:
+    description:
+      - Password (or token) of O(image_registry_username). Never printed, never part of the plan (the plan only
+        says where the Secret goes), never written by C(render.yml); keep it in Ansible Vault or an AAP credential.
+    type: str
   openshift_version:
     description: OpenShift minor version, used for the default NFD operand image when the NFD CSV gives none.
       Quote it in YAML (C("4.20")); unquoted, 4.20 is the number 4.2 and fails.

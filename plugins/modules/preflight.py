@@ -117,6 +117,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     Cluster,
     Forbidden,
     argument_spec,
+    failing_clearly,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (  # noqa: E402
     Facts,
@@ -145,16 +146,17 @@ def main():
     except Exception as error:  # connection refused, TLS, 401: the summary says which
         facts = Facts(api_error=f"{type(error).__name__}: {error}")
     else:
-        try:
-            facts = gather(cluster, plan, objects)
-        except Forbidden as error:  # the first read the user may not make: who, what, the fix
-            facts = Facts(server=cluster.server, forbidden=str(error))
-        except DynamicApiError as error:
-            module.fail_json(
-                msg=f"preflight could not read the cluster: {error.status} {error.reason}: "
-                f"{error.summary()}. The user running the playbook needs read access to the "
-                "kinds the collection manages."
-            )
+        with failing_clearly(module, cluster):
+            try:
+                facts = gather(cluster, plan, objects)
+            except Forbidden as error:  # the first read the user may not make: who, what, the fix
+                facts = Facts(server=cluster.server, forbidden=str(error))
+            except DynamicApiError as error:
+                module.fail_json(
+                    msg=f"preflight could not read the cluster: {error.status} {error.reason}: "
+                    f"{error.summary()}. The user running the playbook needs read access to "
+                    "the kinds the collection manages."
+                )
     findings = evaluate(plan, objects, facts, module.params["take_over"])
     lines = summary(findings)
     errors = sum(1 for f in findings if f["severity"] == "error")

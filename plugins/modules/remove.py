@@ -104,8 +104,8 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
-    Forbidden,
     argument_spec,
+    failing_clearly,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import (  # noqa: E402
     STAGES,
@@ -122,11 +122,14 @@ def main():
         ),
         supports_check_mode=True,
     )
-    remover = Remover(Cluster(module), module.check_mode)
+    with failing_clearly(module):
+        cluster = Cluster(module)
+    remover = Remover(cluster, module.check_mode)
     try:
-        for stage in module.params["stages"]:
-            remover.remove(stage, module.params["label_selector"], module.params["timeout"])
-    except (Forbidden, TimeoutError) as error:
+        with failing_clearly(module, cluster, results=lambda: remover.results):
+            for stage in module.params["stages"]:
+                remover.remove(stage, module.params["label_selector"], module.params["timeout"])
+    except TimeoutError as error:
         module.fail_json(msg=str(error), results=remover.results)
     result = {
         "changed": remover.changed,

@@ -14,6 +14,11 @@ description:
   - Fails at once when a watched field reaches a value in C(fail_on) (a CSV in phase C(Failed)),
     and after O(timeout) seconds otherwise; the message names the gate, what was expected, the
     last state seen and where to look.
+  - With O(stable_for), the gates must hold together in every read for that many seconds, so an
+    operator whose status flaps between ready and not ready does not pass on a ready moment, and
+    the timeout message says how long the gates held and what was seen when they last did not.
+  - An API server that stops answering ends the wait at once with a message naming the server
+    and the request; run the playbook again once it answers.
   - In check mode nothing was applied, so nothing is awaited; the module returns unchanged.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -95,6 +100,14 @@ options:
     description: Seconds between two reads.
     type: float
     default: 1.0
+  stable_for:
+    description:
+      - Seconds for which every gate must stay met, read after read, before the wait ends; a read
+        with a gate not met starts the count again. C(0) ends the wait at the first read where all
+        gates are met.
+      - Each converged re-run waits this long too, so it is off by default.
+    type: float
+    default: 0
 """
 
 EXAMPLES = r"""
@@ -180,8 +193,8 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
-    Forbidden,
     argument_spec,
+    failing_clearly,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (  # noqa: E402
     Gate,
@@ -238,6 +251,7 @@ def main():
             gates={"type": "list", "elements": "dict", "required": True, "options": GATE_SPEC},
             timeout={"type": "int", "default": 600},
             interval={"type": "float", "default": 1.0},
+            stable_for={"type": "float", "default": 0},
         ),
         supports_check_mode=True,
     )
@@ -258,14 +272,23 @@ def main():
         module.exit_json(
             changed=False, seconds={}, msg="check mode: nothing was applied, nothing to wait for"
         )
-    try:
-        seconds = wait_for(
-            Cluster(module), gates, module.params["timeout"], module.params["interval"]
+    if module.params["stable_for"] < 0:
+        module.fail_json(
+            msg=f"stable_for: got {module.params['stable_for']}; expected 0 or more seconds"
         )
+    with failing_clearly(module):
+        cluster = Cluster(module)
+    try:
+        with failing_clearly(module, cluster):
+            seconds = wait_for(
+                cluster,
+                gates,
+                module.params["timeout"],
+                module.params["interval"],
+                stable_for=module.params["stable_for"],
+            )
     except (GateTimeout, GateFailed) as error:
         module.fail_json(msg=str(error), gate=error.report())
-    except Forbidden as error:
-        module.fail_json(msg=str(error))
     module.exit_json(changed=False, seconds=seconds)
 
 

@@ -131,6 +131,8 @@ DEFAULTS: dict[str, Any] = {
     "gpu_operator_release": LATEST_GPU_OPERATOR,
     "image_registry": None,
     "image_pull_secrets": [],
+    "image_registry_username": None,
+    "image_registry_password": None,
     "openshift_version": "4.20",
     "nfd_operand_image": None,
     "machine_config_role": "worker",
@@ -154,13 +156,14 @@ SUPPORTED_OPENSHIFT = ("4.17", "4.22")
 
 
 class PlanError(ValueError):
-    """A bad input: which variable, what arrived, what is allowed."""
+    """A bad input: which variable, what arrived, what is allowed. A secret's value is never
+    repeated: `shown` then says what arrived instead (its type, that it is empty)."""
 
-    def __init__(self, variable: str, value: Any, expected: str):
+    def __init__(self, variable: str, value: Any, expected: str, shown: str | None = None):
         self.variable = variable
-        self.value = value
+        self.value = value if shown is None else shown
         self.expected = expected
-        super().__init__(f"{variable}: got {value!r}; expected {expected}")
+        super().__init__(f"{variable}: got {shown or repr(value)}; expected {expected}")
 
 
 def variable(name: str) -> str:
@@ -570,6 +573,57 @@ def _operators(inputs: Mapping) -> dict:
     return operators
 
 
+REGISTRY_SECRET_NAME = "gpudirect-rdma-image-registry"  # noqa: S105 - a name, not a password
+
+
+def _registry_secret(inputs: Mapping, operators: dict) -> dict | None:
+    """Where the pull Secret made from the registry credentials goes, or None without them.
+    The credentials themselves stay out of the plan (it is printed and registered): only
+    their presence is checked here, and no message ever repeats them."""
+    username = inputs["image_registry_username"]
+    password = inputs["image_registry_password"]
+    if username in (None, "") and password in (None, ""):
+        return None
+    user_variable, password_variable = (
+        variable("image_registry_username"),
+        variable("image_registry_password"),
+    )
+    if not isinstance(password, str) or not password:
+        raise PlanError(
+            password_variable,
+            None,
+            f"a non-empty string when {user_variable} is set",
+            shown="nothing"
+            if password in (None, "")
+            else f"a value of type {type(password).__name__}",
+        )
+    if not isinstance(username, str) or not username:
+        raise PlanError(
+            user_variable,
+            username,
+            f"a non-empty user name when {password_variable} is set",
+        )
+    if ":" in username or any(c.isspace() for c in username):
+        raise PlanError(
+            user_variable,
+            username,
+            "a user name without ':' or white space (a registry login joins them as user:password)",
+        )
+    if inputs["image_registry"] in (None, ""):
+        raise PlanError(
+            variable("image_registry"),
+            inputs["image_registry"],
+            f"the mirror registry the credentials of {user_variable} are for "
+            "(host, optional port and path)",
+        )
+    registry = str(inputs["image_registry"]).split("/", 1)[0]
+    return {
+        "name": REGISTRY_SECRET_NAME,
+        "namespace": operators["network_operator"]["namespace"],
+        "registry": registry,
+    }
+
+
 def _images(inputs: Mapping) -> dict:
     release = NETWORK_OPERATOR_RELEASES[inputs["network_operator_release"]]
     registry = inputs["image_registry"]
@@ -930,6 +984,9 @@ def build_plan(given: Mapping) -> dict:
         _dns_subdomain(f"{variable('image_pull_secrets')}[{i}]", s)
         for i, s in enumerate(_list(variable("image_pull_secrets"), inputs["image_pull_secrets"]))
     ]
+    registry_secret = _registry_secret(inputs, operators)
+    if registry_secret and registry_secret["name"] not in secrets:
+        secrets.append(registry_secret["name"])
 
     return {
         "method": method,
@@ -965,6 +1022,7 @@ def build_plan(given: Mapping) -> dict:
         "network_operator_release": inputs["network_operator_release"],
         "images": _images(inputs),
         "image_pull_secrets": secrets,
+        "image_registry_secret": registry_secret,
         "openshift_version": openshift_version,
         "openshift_support": _openshift_support(inputs),
         "nfd": {

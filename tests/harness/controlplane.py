@@ -195,7 +195,7 @@ class ControlPlane:
         deadline = time.monotonic() + 10
         while not process.alive() and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        self._record(process)
+        self._record(process, commands={**self._read_state().get("commands", {}), name: argv})
         return process
 
     def start(self, timeout: float = 180.0, attempts: int = 3) -> ControlPlane:
@@ -489,6 +489,52 @@ class ControlPlane:
                 return process
             time.sleep(0.2)
         raise ControlPlaneError(f"the simulator did not start within {timeout}s")
+
+    # -- faults ----------------------------------------------------------------------------
+    def kill(self, name: str) -> Process:
+        """SIGKILL the one recorded process called name (no clean shutdown: a crash) and wait
+        until it is gone; it stays in the state, dead, until restart(name)."""
+        process = self._process(name)
+        if process.alive():
+            os.kill(process.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while process.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if process.alive():
+            raise ControlPlaneError(f"{name} (pid {process.pid}) still runs after SIGKILL")
+        return process
+
+    def restart(self, name: str, timeout: float = 60.0) -> Process:
+        """Start the process called name again with the argv it was started with (same ports,
+        same etcd data, same certificates) after killing it if it still runs; for
+        kube-apiserver, return once it answers /readyz."""
+        self.kill(name)
+        state = self._read_state()
+        argv = state.get("commands", {}).get(name)
+        if argv is None:
+            raise ControlPlaneError(f"no command recorded for {name} in {self.state_file}")
+        state["processes"] = [p for p in state["processes"] if p["name"] != name]
+        self._write_state(state)
+        log = self.state_dir / f"{name}.log"
+        if log.exists():  # keep what the killed process wrote: _spawn starts a new log
+            log.rename(log.with_name(f"{name}.log.{time.strftime('%H%M%S')}"))
+        process = self._spawn(name, argv)
+        if name == "kube-apiserver":
+            ca = CertificateAuthority.load(self.pki)
+            pair = ca.issue("client-restart-probe", HARNESS_USER, organizations=(MASTERS,))
+            self._wait_http(
+                f"{self.server}/readyz", pair, time.monotonic() + timeout, "kube-apiserver"
+            )
+        return process
+
+    def _process(self, name: str) -> Process:
+        found = [p for p in self.processes() if p.name == name]
+        if not found:
+            raise ControlPlaneError(
+                f"no process called {name} recorded in {self.state_file}; recorded: "
+                + ", ".join(p.name for p in self.processes())
+            )
+        return found[-1]
 
     # -- stop ------------------------------------------------------------------------------
     def stop(self, timeout: float = 20.0) -> list[Process]:

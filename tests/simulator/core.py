@@ -38,10 +38,11 @@ DEFAULT_KNOBS: dict = {
     # as on a cluster that is not OpenShift) and the Infrastructure topology (SingleReplica for
     # single-node OpenShift).
     "openshift": {"version": "4.20.8", "topology": "HighlyAvailable"},
-    # NicClusterPolicy status.state stays notReady.
-    "network_operator": {"never_ready": False},
-    # ClusterPolicy status.state stays notReady.
-    "gpu_operator": {"never_ready": False},
+    # NicClusterPolicy status.state stays notReady; or, with flap_seconds, once it would be
+    # ready it alternates ready / notReady every flap_seconds (by the wall clock).
+    "network_operator": {"never_ready": False, "flap_seconds": 0},
+    # ClusterPolicy status.state stays notReady (or flaps, as above).
+    "gpu_operator": {"never_ready": False, "flap_seconds": 0},
     # SriovNetworkNodeStates with a policy report syncStatus Failed.
     "sriov": {"failing": False},
     # The bandwidth test's output: average Gb/s; gpu_memory as_requested (DMA-BUF or peermem

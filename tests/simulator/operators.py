@@ -6,8 +6,9 @@
   node with NVIDIA NICs; SriovNetworkNodePolicies are applied to the matching PFs (syncStatus
   InProgress, then Succeeded, or Failed by knob); SriovNetwork/SriovIBNetwork render a
   NetworkAttachmentDefinition.
-- NVIDIA Network Operator: NicClusterPolicy status.state notReady, then ready (or never, by
-  knob), again after every spec change; Macvlan/IPoIB/HostDevice networks render a NAD.
+- NVIDIA Network Operator: NicClusterPolicy status.state notReady, then ready (or never, or
+  flapping between the two, by knob), again after every spec change; Macvlan/IPoIB/HostDevice
+  networks render a NAD.
 - GPU Operator: ClusterPolicy status.state notReady, then ready (or never, by knob).
 - Machine Config Operator: `master` and `worker` pools; a change of the role's MachineConfigs
   renders a new configuration, the pool is Updating, then Updated.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 from kubernetes.client.rest import ApiException
 
@@ -100,12 +102,18 @@ class _ReadyAfterDelay:
         self.gate = gate
 
     def reconcile(self, world: World) -> None:
-        never = world.knobs.get(self.knob, {}).get("never_ready", False)
+        knobs = world.knobs.get(self.knob, {})
+        never = knobs.get("never_ready", False)
+        flap = knobs.get("flap_seconds") or 0
         for obj in _list(world, self.group, self.version, self.plural):
             step = f"ready-{obj['metadata'].get('generation')}"
             ready = not never and self.gate.due(
                 obj["metadata"]["uid"], step, world.knobs["delay_seconds"]
             )
+            if ready and flap:
+                # An operator that keeps losing its readiness (a crash-looping pod): ready for
+                # flap_seconds, then notReady for as long, by the wall clock.
+                ready = int(time.time() // flap) % 2 == 0
             _set_status(
                 world,
                 self.group,

@@ -64,6 +64,7 @@ ROLE_VARIABLES = {
     "infra.aap_configuration.controller_projects": "controller_projects",
     "infra.aap_configuration.controller_inventories": "controller_inventories",
     "infra.aap_configuration.controller_inventory_sources": "controller_inventory_sources",
+    "infra.aap_configuration.controller_credential_types": "controller_credential_types",
     "infra.aap_configuration.controller_job_templates": "controller_templates",
     "infra.aap_configuration.controller_workflow_job_templates": "controller_workflows",
 }
@@ -289,7 +290,12 @@ def test_aap_configure_loads_every_part_of_the_data():
     checked = {item["name"] for item in play["pre_tasks"][0]["loop"]}
     assert checked == set(SETTINGS), "the required settings are the ones checked"
     # They may live in the site's inventory: the plan never takes them for misspelt inputs.
-    settings = [*SETTINGS, "gpudirect_rdma_aap_organization", "gpudirect_rdma_aap_scm_branch"]
+    settings = [
+        *SETTINGS,
+        "gpudirect_rdma_aap_organization",
+        "gpudirect_rdma_aap_scm_branch",
+        "gpudirect_rdma_aap_registry_credential",
+    ]
     assert unknown_variables([*settings, *(n for n in DATA if n.startswith(PREFIX))]) == []
 
 
@@ -298,10 +304,43 @@ def test_ansible_loads_the_data_and_resolves_it_from_the_settings():
     data = loader.load_from_file(str(DATA_FILE), trusted_as_template=True)  # as vars_files
     templar = Templar(loader=loader, variables={**data, **SETTINGS})
     resolved = plain(templar.template({name: data[name] for name in ROLE_VARIABLES.values()}))
+    # The credential type's injectors are templates of the platform's own (checked below).
+    injectors = [t.pop("injectors") for t in resolved["controller_credential_types"]]
     assert "{{" not in json.dumps(resolved)
+    assert all(set(i) == {"extra_vars"} for i in injectors)
     assert resolved["controller_templates"][0]["credentials"] == ["gpu-cluster-1 API"]
     assert resolved["controller_projects"][0]["organization"] == "Default"
     assert resolved["controller_projects"][0]["scm_branch"] == ""
     assert resolved["controller_inventory_sources"][0]["source_path"] == (
         "inventories/shared-device-roce"
     )
+
+
+def test_the_registry_credential_type_gives_the_documented_variables_and_hides_the_password():
+    (credential_type,) = DATA["controller_credential_types"]
+    fields = {field["id"]: field for field in credential_type["inputs"]["fields"]}
+    assert fields["password"].get("secret") is True
+    assert not fields["username"].get("secret")
+    injected = credential_type["injectors"]["extra_vars"]
+    assert set(injected) == {
+        "gpudirect_rdma_image_registry_username",
+        "gpudirect_rdma_image_registry_password",
+    }
+    for name in injected:
+        assert DOCUMENTED[name]["reader"] in ("plan", "network_operator"), name
+    role_spec = REPO_ROOT / "roles" / "network_operator" / "meta" / "argument_specs.yml"
+    options = yaml.safe_load(role_spec.read_text())["argument_specs"]["main"]["options"]
+    assert options["gpudirect_rdma_image_registry_password"]["no_log"] is True
+    # Loaded through Ansible, the injectors stay templates of the platform's own.
+    loader = DataLoader()
+    data = loader.load_from_file(str(DATA_FILE), trusted_as_template=True)
+    templar = Templar(loader=loader, variables={**data, **SETTINGS})
+    resolved = plain(templar.template(data["controller_credential_types"]))
+    assert resolved[0]["injectors"]["extra_vars"] == {
+        "gpudirect_rdma_image_registry_username": "{{ username }}",
+        "gpudirect_rdma_image_registry_password": "{{ password }}",
+    }
+    with_registry = {**SETTINGS, "gpudirect_rdma_aap_registry_credential": "mirror login"}
+    templar = Templar(loader=loader, variables={**data, **with_registry})
+    site = plain(templar.template(data["controller_templates"][0]))
+    assert site["credentials"] == ["gpu-cluster-1 API", "mirror login"]

@@ -23,12 +23,16 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics import (
     gather as gather_diagnostics,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import (
+    MANAGED_KINDS,
+    NAMED_OBJECTS,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import install
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (
     gather as gather_preflight,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import STAGES, Remover
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.secrets import registry_secret
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import Gate, observe
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
     COMPONENTS,
@@ -151,6 +155,20 @@ class Recorder:
     def log(self, name, namespace, container, tail_lines=None, previous=False, timeout=30):
         self.note("get", "v1", "Pod", namespace, name, subresource="log")
         return ""
+
+    # Cluster's writes, through the same requests as the real one makes.
+    def apply(self, obj):
+        resource = self.resource(obj["apiVersion"], obj["kind"])
+        namespace = obj["metadata"].get("namespace")
+        return self.server_side_apply(resource, body=obj, namespace=namespace).to_dict()
+
+    def delete(self, api_version, kind, name, namespace=None):
+        self.resource(api_version, kind).delete(name=name, namespace=namespace)
+
+    def patch(self, api_version, kind, name, namespace, body):
+        return self.resource(api_version, kind).patch(
+            body=body, name=name, namespace=namespace, content_type="application/merge-patch+json"
+        )
 
     def server_side_apply(self, resource, body, namespace=None, **_options):
         name = body["metadata"]["name"]
@@ -305,12 +323,19 @@ def requests_of(name: str) -> set:
         install(cluster, Applier(cluster, False, take_over=True), operator, 5, True, False)
         found |= cluster.requests
 
-    # apply of every object, the test pods included, into an empty cluster; then the prune of
-    # objects the plan no longer has (switching method, the test's cleanup)
+    # apply of every object, the test pods and the registry pull Secret included, into an empty
+    # cluster; then the prune of objects the plan no longer has (switching method, the test's
+    # cleanup)
     listed = {kind: [owned(api, kind, where(kind))] for api, kind, _stage in MANAGED_KINDS}
     cluster = Recorder(listed=listed)
     applier = Applier(cluster, False)
-    applier.apply([*objects, *pods])
+    named = [
+        registry_secret(name, "somewhere", "mirror.local", "u", "p", "network-operator")
+        for _stage, _api, kind, name in NAMED_OBJECTS
+        if kind == "Secret"
+    ]
+    assert named, "the pull Secret is the one named object"
+    applier.apply([*objects, *pods, *named])
     applier.prune([], [{"apiVersion": a, "kind": k} for a, k, _s in MANAGED_KINDS], "", 5)
     found |= cluster.requests
 
@@ -322,7 +347,14 @@ def requests_of(name: str) -> set:
     listed["Subscription"][0]["status"] = {"installedCSV": "operator.v1"}
     listed["ClusterServiceVersion"] = [owned("operators.coreos.com/v1alpha1", "X", "somewhere")]
     listed["ClusterServiceVersion"][0]["metadata"]["name"] = "operator.v1"
-    cluster = Recorder(listed=listed)
+    existing = {
+        kind: lambda name, namespace, api=api: {
+            **owned(api, "x", namespace),
+            "metadata": {**owned(api, "x", namespace)["metadata"], "name": name},
+        }
+        for _stage, api, kind, _name in NAMED_OBJECTS
+    }
+    cluster = Recorder(existing=existing, listed=listed)
     remover = Remover(cluster, False, sleep=lambda _seconds: None)
     for stage in STAGES:
         remover.remove(stage, "", 5)
@@ -420,6 +452,14 @@ def test_every_kind_the_collection_manages_is_in_the_roles():
         for verb in ("get", "list", "delete"):
             request = (verb, group_of(api_version), resource_of(api_version, kind), "default", None)
             assert allowed(request, "default"), request
+    for _stage, api_version, kind, name in NAMED_OBJECTS:
+        resource = resource_of(api_version, kind)
+        for verb in ("get", "create", "patch", "delete"):
+            request = (verb, group_of(api_version), resource, "somewhere", name)
+            assert allowed(request, "default"), request
+        # by name only: neither listed nor read under another name
+        assert not allowed(("list", group_of(api_version), resource, "somewhere", None), "x")
+        assert not allowed(("get", group_of(api_version), resource, "somewhere", "other"), "x")
 
 
 def test_no_wildcard_and_nothing_unused():

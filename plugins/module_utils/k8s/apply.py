@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
@@ -134,8 +135,12 @@ def decide(desired: dict, live: dict | None) -> tuple[str, list[str]]:
     return ("update" if reasons else "unchanged"), reasons
 
 
+HIDDEN = "(hidden)"
+
+
 def clean(obj: dict | None) -> dict:
-    """An object without server bookkeeping, for diffs and results."""
+    """An object without server bookkeeping, for diffs and results; a Secret's values are
+    replaced by (hidden)."""
     if obj is None:
         return {}
     result = copy.deepcopy(obj)
@@ -143,6 +148,10 @@ def clean(obj: dict | None) -> dict:
     for key in _VOLATILE_METADATA:
         metadata.pop(key, None)
     result.pop("status", None)
+    if result.get("kind") == "Secret":
+        for field in ("data", "stringData"):
+            if isinstance(result.get(field), dict):
+                result[field] = dict.fromkeys(result[field], HIDDEN)
     return result
 
 
@@ -257,14 +266,7 @@ class Applier:
                     }
                 )
                 if not self.check_mode:
-                    resource = self.cluster.resource(obj["apiVersion"], obj["kind"])
-                    live = self.cluster.dynamic.server_side_apply(
-                        resource,
-                        body=obj,
-                        namespace=obj["metadata"].get("namespace"),
-                        field_manager=FIELD_MANAGER,
-                        force_conflicts=True,
-                    ).to_dict()
+                    live = self.cluster.apply(obj)
             self.results.append(outcome(obj, _DONE[action], reasons))
             applied.append(live)
         return applied
@@ -286,6 +288,43 @@ class Applier:
             )
         )
         self.diffs.extend(deletion_diff(item) for item in doomed)
+
+
+_REQUIREMENT = re.compile(
+    r"\s*(?:(?P<absent>!)\s*(?P<absent_key>[^\s,!=()]+)"
+    r"|(?P<key>[^\s,!=()]+)\s*(?:(?P<op>==|=|!=)\s*(?P<value>[^\s,()]*)"
+    r"|\s+(?P<set_op>in|notin)\s*\((?P<values>[^)]*)\))?)\s*(?:,|$)"
+)
+
+
+def matches_selector(labels: dict, selector: str) -> bool:
+    """Whether labels match a Kubernetes label selector (key, !key, key=value, key==value,
+    key!=value, key in (a,b), key notin (a,b); requirements separated by commas), for objects
+    read by name instead of listed with the selector."""
+    position = 0
+    selector = selector.strip()
+    while position < len(selector):
+        found = _REQUIREMENT.match(selector, position)
+        if not found or found.end() == position:
+            raise ValueError(f"label_selector: cannot read {selector[position:]!r}")
+        position = found.end()
+        if found["absent"]:
+            if found["absent_key"] in labels:
+                return False
+            continue
+        key, value = found["key"], labels.get(found["key"])
+        if found["op"] in ("=", "=="):
+            matched = value == found["value"]
+        elif found["op"] == "!=":
+            matched = value != found["value"]
+        elif found["set_op"]:
+            choices = {choice.strip() for choice in found["values"].split(",")}
+            matched = value in choices if found["set_op"] == "in" else value not in choices
+        else:
+            matched = key in labels
+        if not matched:
+            return False
+    return True
 
 
 def owned_objects(cluster, kinds: list[dict], label_selector: str = "") -> list[dict]:
@@ -322,14 +361,13 @@ def delete_and_wait(
     results = [outcome(item, "deleted", reasons) for item in items]
     if check_mode or not items:
         return results
-    for item in items:
-        try:
-            cluster.resource(item["apiVersion"], item["kind"]).delete(
-                name=item["metadata"]["name"], namespace=item["metadata"].get("namespace")
-            )
-        except Exception as error:  # gone meanwhile: that is what was asked
-            if getattr(error, "status", None) != 404:
-                raise
+    for item in items:  # one gone meanwhile is what was asked
+        cluster.delete(
+            item["apiVersion"],
+            item["kind"],
+            item["metadata"]["name"],
+            item["metadata"].get("namespace"),
+        )
     deadline = time.monotonic() + timeout
     remaining = items
     while True:

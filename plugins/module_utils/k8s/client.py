@@ -1,14 +1,17 @@
 """The API connection of the collection's modules, with kubernetes.core's options and
 K8S_AUTH_* environment variables, resource lookup that says clearly when a kind is not
-served (its operator is not installed yet), and every request the API server forbids (403)
-turned into one message: who may not do what, and the RBAC the collection ships for it."""
+served (its operator is not installed yet), every request the API server forbids (403)
+turned into one message (who may not do what, and the RBAC the collection ships for it), and
+an API server that stops answering reported with the request it was asked."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
 import re
+import ssl
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
@@ -24,6 +27,7 @@ except ImportError as error:  # pragma: no cover - reported by the module
     ResourceNotFoundError = Exception
 
 FIELD_MANAGER = "gpudirect.rdma"
+_URLLIB3_PREFIX = re.compile(r"^(<[^>]*>|\w+ConnectionPool\([^)]*\)): ")
 
 # The RBAC the collection ships (rbac/ at the collection root): what a user needs to run
 # site.yml, verify.yml and uninstall.yml without being a cluster administrator.
@@ -118,16 +122,90 @@ def _explaining_refusals(request):
     return explained
 
 
+class ApiFailure(Exception):
+    """The API server did not answer (down, restarting, unreachable), or answered a request with
+    an error nobody handled: what was being done, where, and why."""
+
+    def __init__(self, request: str, server: str | None, error: BaseException):
+        self.request = request
+        self.server = server
+        self.error = error
+        where = server or "(address unknown)"
+        if getattr(error, "status", None) is None:
+            text = (
+                f"the API server {where} did not answer while {request}: {_reason(error)}. "
+                "Is it running and reachable from here? Nothing after this request was done; "
+                "once the API server answers again, run the playbook again: it continues from "
+                "what exists."
+            )
+        else:
+            text = f"the API server {where} refused {request}: {describe_status(error)}"
+        super().__init__(text)
+
+
+def describe_status(error: BaseException) -> str:
+    """An API error as 'status reason: message'."""
+    body = getattr(error, "body", None)
+    message = None
+    if body:
+        try:
+            message = json.loads(body).get("message")
+        except (TypeError, ValueError, AttributeError):
+            message = None
+    reason = getattr(error, "reason", "") or ""
+    return f"{getattr(error, 'status', '')} {reason}: {message or body or error}".replace("  ", " ")
+
+
+def _reason(error: BaseException) -> str:
+    """The innermost cause of a connection error (refused, reset, timed out, TLS)."""
+    cause = getattr(error, "reason", None) or error.__cause__ or error.__context__ or error
+    # urllib3 starts the text with its connection object or pool: "<...HTTPSConnection object
+    # at 0x7f...>: Failed to establish a new connection: [Errno 111] Connection refused"
+    return _URLLIB3_PREFIX.sub("", str(cause))
+
+
+def _server_of(error: BaseException) -> str | None:
+    pool = getattr(error, "pool", None)
+    host = getattr(pool, "host", None)
+    if not host:
+        return None
+    return f"{getattr(pool, 'scheme', 'https')}://{host}:{getattr(pool, 'port', '')}".rstrip(":")
+
+
+def _connection_error(error: BaseException) -> bool:
+    """No HTTP answer at all: refused, reset, timed out, TLS."""
+    if isinstance(error, (NotServed, ApiFailure)) or getattr(error, "status", None) is not None:
+        return False
+    # Not any OSError: the collection's own TimeoutError (objects still there after a wait)
+    # is no connection error.
+    http_errors: tuple = (ConnectionError, ssl.SSLError)
+    try:
+        import urllib3.exceptions
+
+        http_errors += (urllib3.exceptions.HTTPError,)
+    except ImportError:  # pragma: no cover - the kubernetes package needs urllib3
+        pass
+    return isinstance(error, http_errors)
+
+
+def _api_status_error(error: BaseException) -> bool:
+    """An answer with an error status (kubernetes ApiException, DynamicApiError)."""
+    return getattr(error, "status", None) is not None and hasattr(error, "reason")
+
+
 class Cluster:
-    """A thin handle over the dynamic client. Every request it makes (discovery, reads,
-    applies, patches, deletes, logs) goes through the client's request method: a 403 there
-    becomes Forbidden, in this one place."""
+    """A thin handle over the dynamic client. Every request it makes is remembered (request),
+    so that an API server that stops answering is reported with what was being done; and every
+    request goes through the client's request method, where a 403 becomes Forbidden."""
 
     def __init__(self, module):
         if not HAS_KUBERNETES:
             module.fail_json(msg=f"the kubernetes Python package is required: {IMPORT_ERROR}")
         auth = {name: module.params.get(name) for name in AUTH_ARG_SPEC}
-        self.dynamic = get_api_client(**auth).client
+        self.request = "connecting (discovery of the served APIs)"
+        self._server = auth.get("host")
+        with self.requesting(self.request):
+            self.dynamic = get_api_client(**auth).client
         self.dynamic.request = _explaining_refusals(self.dynamic.request)
         self._resources: dict = {}
 
@@ -135,13 +213,32 @@ class Cluster:
     def server(self) -> str:
         return self.dynamic.configuration.host
 
+    @contextlib.contextmanager
+    def requesting(self, request: str):
+        """Remember request; turn a connection error into ApiFailure naming it and the
+        server."""
+        self.request = request
+        try:
+            yield
+        except Exception as error:
+            if not _connection_error(error):
+                raise  # API errors are the caller's to handle (a 404 often means "absent")
+            raise ApiFailure(request, self._address(error), error) from None
+
+    def _address(self, error: BaseException | None = None) -> str | None:
+        dynamic = getattr(self, "dynamic", None)
+        if dynamic is not None:
+            return dynamic.configuration.host
+        return (error is not None and _server_of(error)) or self._server
+
     def resource(self, api_version: str, kind: str):
         key = (api_version, kind)
         if key not in self._resources:
             try:
-                self._resources[key] = self.dynamic.resources.get(
-                    api_version=api_version, kind=kind
-                )
+                with self.requesting(f"looking up the {kind} ({api_version}) API"):
+                    self._resources[key] = self.dynamic.resources.get(
+                        api_version=api_version, kind=kind
+                    )
             except ResourceNotFoundError:
                 raise NotServed(api_version, kind) from None
         return self._resources[key]
@@ -151,8 +248,12 @@ class Cluster:
         from kubernetes.dynamic.exceptions import NotFoundError
 
         resource = self.resource(api_version, kind)
+        where = f"{namespace}/" if namespace and resource.namespaced else ""
         try:
-            found = resource.get(name=name, namespace=namespace if resource.namespaced else None)
+            with self.requesting(f"reading {kind} {where}{name}"):
+                found = resource.get(
+                    name=name, namespace=namespace if resource.namespaced else None
+                )
         except NotFoundError:
             return None
         return found.to_dict()
@@ -165,10 +266,49 @@ class Cluster:
         label_selector: str | None = None,
     ) -> list[dict]:
         resource = self.resource(api_version, kind)
-        found = resource.get(
-            namespace=namespace if resource.namespaced else None, label_selector=label_selector
-        )
+        where = f" in {namespace}" if namespace and resource.namespaced else ""
+        which = f" matching {label_selector}" if label_selector else ""
+        with self.requesting(f"listing {kind}{where}{which}"):
+            found = resource.get(
+                namespace=namespace if resource.namespaced else None, label_selector=label_selector
+            )
         return found.to_dict().get("items") or []
+
+    def apply(self, obj: dict) -> dict:
+        """Server-side apply obj with the collection's field manager; the live object."""
+        resource = self.resource(obj["apiVersion"], obj["kind"])
+        metadata = obj["metadata"]
+        where = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
+        with self.requesting(f"applying {obj['kind']} {where}{metadata['name']}"):
+            return self.dynamic.server_side_apply(
+                resource,
+                body=obj,
+                namespace=metadata.get("namespace"),
+                field_manager=FIELD_MANAGER,
+                force_conflicts=True,
+            ).to_dict()
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
+        """Delete one object; one that is already gone is what was asked."""
+        from kubernetes.dynamic.exceptions import NotFoundError
+
+        where = f"{namespace}/" if namespace else ""
+        try:
+            with self.requesting(f"deleting {kind} {where}{name}"):
+                self.resource(api_version, kind).delete(name=name, namespace=namespace)
+        except NotFoundError:
+            return
+
+    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, body: dict):
+        """A JSON merge patch of one object."""
+        where = f"{namespace}/" if namespace else ""
+        with self.requesting(f"patching {kind} {where}{name}"):
+            return self.resource(api_version, kind).patch(
+                body=body,
+                name=name,
+                namespace=namespace,
+                content_type="application/merge-patch+json",
+            )
 
     def log(
         self,
@@ -185,13 +325,14 @@ class Cluster:
             query.append(("tailLines", tail_lines))
         if previous:
             query.append(("previous", "true"))
-        response = self.resource("v1", "Pod").log.get(
-            name=name,
-            namespace=namespace,
-            query_params=query,
-            serialize=False,
-            _request_timeout=timeout,
-        )
+        with self.requesting(f"reading the log of {namespace}/{name} {container}"):
+            response = self.resource("v1", "Pod").log.get(
+                name=name,
+                namespace=namespace,
+                query_params=query,
+                serialize=False,
+                _request_timeout=timeout,
+            )
         return response.data.decode("utf-8", errors="replace")
 
 
@@ -212,3 +353,33 @@ def get_if_served(cluster, api_version: str, kind: str, name: str, namespace=Non
         return cluster.get(api_version, kind, name, namespace)
     except NotServed:
         return None
+
+
+@contextlib.contextmanager
+def failing_clearly(module, cluster=None, **result):
+    """Inside the block, a refused request (Forbidden), an API server that stops answering
+    (ApiFailure) or one that answers an error nothing handled ends the module with a message
+    naming the request and the server instead of a traceback; result entries that are callables
+    are called then (the results so far)."""
+    try:
+        yield
+    except Exception as error:
+        if isinstance(error, Forbidden):  # who may not do what, and the RBAC that allows it
+            module.fail_json(
+                msg=str(error),
+                **{key: value() if callable(value) else value for key, value in result.items()},
+            )
+        if isinstance(error, ApiFailure):
+            failure = error
+        elif _api_status_error(error) or _connection_error(error):
+            request = getattr(cluster, "request", None) or "talking to it"
+            server = cluster._address(error) if cluster is not None else _server_of(error)
+            failure = ApiFailure(request, server, error)
+        else:
+            raise
+        module.fail_json(
+            msg=str(failure),
+            api_server=failure.server,
+            request=failure.request,
+            **{key: value() if callable(value) else value for key, value in result.items()},
+        )

@@ -32,7 +32,7 @@ try:
 except ImportError:  # pragma: no cover - JSON is YAML too
     HAS_YAML = False
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import ApiFailure, NotServed
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
 
 MANAGED_BY = "app.kubernetes.io/managed-by=gpudirect.rdma"
@@ -133,13 +133,16 @@ def describe(error: BaseException) -> str:
                 message = None
         reason = getattr(error, "reason", "") or ""
         return f"{status} {reason}: {message or body or error}".replace("  ", " ")
-    if isinstance(error, NotServed):
+    if isinstance(error, (NotServed, ApiFailure)):
         return str(error)
     return f"{type(error).__name__}: {error}"
 
 
 def server_of(error: BaseException) -> str | None:
-    """The API server a connection error names (urllib3 errors carry their pool)."""
+    """The API server a connection error names (urllib3 errors carry their pool, the
+    collection's ApiFailure its server)."""
+    if isinstance(getattr(error, "server", None), str):
+        return error.server
     pool = getattr(error, "pool", None)
     host = getattr(pool, "host", None)
     if not host:

@@ -31,6 +31,25 @@ MANAGED_KINDS = (
 )
 
 
+# Objects the collection makes under a fixed name in the namespaces of its operators, found by
+# that name and never by listing their kind: listing Secrets would take the right to read every
+# Secret of the cluster, while rbac/ grants this one name only. (stage, apiVersion, kind, name)
+NAMED_OBJECTS = (
+    # The pull Secret made from gpudirect_rdma_image_registry_username/_password goes with the
+    # NicClusterPolicy whose components pull with it.
+    ("nic-cluster-policy", "v1", "Secret", "gpudirect-rdma-image-registry"),
+)
+
+
+def named_objects(stage: str) -> list[dict]:
+    """The fixed-name objects of one uninstall stage, as apiVersion/kind/name dicts."""
+    return [
+        {"apiVersion": api_version, "kind": kind, "name": name}
+        for object_stage, api_version, kind, name in NAMED_OBJECTS
+        if object_stage == stage
+    ]
+
+
 def kinds(stage: str | None = None) -> list[dict]:
     """The managed kinds (of one stage), as apiVersion/kind dicts."""
     return [

@@ -125,11 +125,8 @@ def approve_install_plan(cluster, subscription: dict, check_mode: bool) -> str |
             f"{ref['namespace']} get installplan,subscription"
         )
     if not check_mode:
-        cluster.resource(OLM, "InstallPlan").patch(
-            body={"spec": {"approved": True}},
-            name=ref["name"],
-            namespace=ref["namespace"],
-            content_type="application/merge-patch+json",
+        cluster.patch(
+            OLM, "InstallPlan", ref["name"], ref["namespace"], {"spec": {"approved": True}}
         )
     return ref["name"]
 

@@ -12,6 +12,9 @@ Two kinds need more than their label:
 - Namespace: one that existed before the collection adopted it (annotation) is kept, and so is
   one that holds objects of the managed kinds (other than Pods) that somebody else created:
   deleting it would delete them.
+
+Objects of NAMED_OBJECTS (the registry pull Secret) are never listed: each is read by its name
+in the namespaces of the collection's operators, and removed when it carries the label.
 """
 
 from __future__ import annotations
@@ -20,17 +23,24 @@ import time
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     ADOPTED_ANNOTATION,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
     delete_and_wait,
     deletion_diff,
     identity,
+    matches_selector,
     outcome,
     owned_by_collection,
     owned_objects,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import list_if_served
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+    get_if_served,
+    list_if_served,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import (
     MANAGED_KINDS,
     kinds,
+    named_objects,
 )
 
 OLM_V1ALPHA1 = "operators.coreos.com/v1alpha1"
@@ -86,16 +96,45 @@ class Remover:
             self._remove_operators(kinds(stage), label_selector, timeout, reason)
             return
         items = owned_objects(self.cluster, kinds(stage), label_selector)
+        items += self._named_objects(stage, label_selector)
         if stage == "namespaces":
             items = self._namespaces_to_delete(items)
         self._delete(items, timeout, reason)
+
+    def _operator_namespaces(self) -> list[str]:
+        """The namespaces of the collection's Namespaces and Subscriptions."""
+        selector = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+        found = set()
+        for item in list_if_served(self.cluster, "v1", "Namespace", label_selector=selector) or []:
+            found.add(item["metadata"]["name"])
+        subscriptions = list_if_served(
+            self.cluster, OLM_V1ALPHA1, "Subscription", label_selector=selector
+        )
+        for item in subscriptions or []:
+            found.add(item["metadata"]["namespace"])
+        return sorted(found)
+
+    def _named_objects(self, stage: str, label_selector: str) -> list[dict]:
+        wanted = named_objects(stage)
+        if not wanted:
+            return []
+        found = []
+        for namespace in self._operator_namespaces():
+            for named in wanted:
+                api_version, kind = named["apiVersion"], named["kind"]
+                item = get_if_served(self.cluster, api_version, kind, named["name"], namespace)
+                labels = (item or {}).get("metadata", {}).get("labels") or {}
+                if item and owned_by_collection(item) and matches_selector(labels, label_selector):
+                    found.append({**item, "apiVersion": api_version, "kind": kind})
+        return found
 
     def _namespaces_to_delete(self, namespaces: list[dict]) -> list[dict]:
         """The collection's Namespaces, less those that existed before it adopted them and
         those that hold objects of the managed kinds that somebody else created."""
         foreign: dict[str, list[str]] = {}
         for kind in kinds():
-            if kind["kind"] in ("Namespace", "Pod"):  # pods: the operators' own workloads
+            # Pods: the operators' own workloads.
+            if kind["kind"] in ("Namespace", "Pod"):
                 continue
             for item in list_if_served(self.cluster, kind["apiVersion"], kind["kind"]) or []:
                 namespace = item["metadata"].get("namespace")

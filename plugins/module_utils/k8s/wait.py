@@ -233,6 +233,20 @@ def message(gate: Gate, observation: Observation, waited: float, outcome: str) -
     return text
 
 
+def unstable_message(
+    gate: Gate, observation: Observation, waited: float, stable_for: float, held: float
+) -> str:
+    text = (
+        f"gate '{gate.name}' not stable after {waited:.0f}s: expected {gate.subject} "
+        f"{'.'.join(gate.path)} to be {gate.expectation} in every read for {stable_for:g}s; "
+        f"the gates held together for {held:.0f}s at most; last seen not met: "
+        f"{observation.seen}."
+    )
+    if gate.hint:
+        text += f" Look at: {gate.hint}"
+    return text
+
+
 def wait_for(
     cluster,
     gates: list[Gate],
@@ -240,12 +254,20 @@ def wait_for(
     interval: float = 1.0,
     clock=time.monotonic,
     sleep=time.sleep,
+    stable_for: float = 0,
 ) -> dict[str, float]:
     """Wait until every gate is met in the same read (a pool that reports Updated before it has
-    even seen a new MachineConfig must not pass); return when each gate was first met. Raises
-    GateFailed when a gate reaches a fail_on value, GateTimeout naming the first unmet gate."""
+    even seen a new MachineConfig must not pass) and, with stable_for, in every read for that many
+    seconds (an operator that flaps between ready and not ready must not pass on a ready
+    moment); return when each gate was first met. Raises GateFailed when a gate reaches a
+    fail_on value, GateTimeout naming the first unmet gate (or, with stable_for, once the gates
+    had been met but never for long enough: the gate last seen unmet and what it was)."""
     began = clock()
     first_met: dict[str, float] = {}
+    all_met_once = False
+    met_since = None  # when the current run of reads with every gate met began
+    longest = 0.0
+    last_unmet = None  # (gate, observation) of the last read with a gate unmet
     while True:
         unmet = []
         for gate in gates:
@@ -258,11 +280,26 @@ def wait_for(
                 first_met.setdefault(gate.name, round(clock() - began, 1))
             else:
                 unmet.append((gate, observation))
-        if not unmet:
-            return first_met
-        if clock() - began >= timeout:
-            gate, observation = unmet[0]
+        now = clock()
+        if unmet:
+            met_since = None
+            last_unmet = unmet[0]
+        else:
+            all_met_once = True
+            met_since = now if met_since is None else met_since
+            longest = max(longest, now - met_since)
+            if now - met_since >= stable_for:
+                return first_met
+        if now - began >= timeout:
+            if unmet and not (stable_for and all_met_once):
+                gate, observation = unmet[0]
+                raise GateTimeout(
+                    message(gate, observation, now - began, "not reached"), gate, observation
+                )
+            gate, observation = last_unmet or (gates[0], observe(cluster, gates[0]))
             raise GateTimeout(
-                message(gate, observation, clock() - began, "not reached"), gate, observation
+                unstable_message(gate, observation, now - began, stable_for, longest),
+                gate,
+                observation,
             )
         sleep(interval)

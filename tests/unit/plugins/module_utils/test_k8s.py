@@ -308,14 +308,8 @@ class OlmCluster:
     def list(self, api_version, kind, namespace=None, label_selector=None):
         return [o for (k, ns, _name), o in self.objects.items() if k == kind and ns == namespace]
 
-    def resource(self, api_version, kind):
-        cluster = self
-
-        class Resource:
-            def patch(self, body, name, namespace, content_type):
-                cluster.patches.append((kind, namespace, name, body))
-
-        return Resource()
+    def patch(self, api_version, kind, name, namespace, body):
+        self.patches.append((kind, namespace, name, body))
 
 
 SUBSCRIPTION = {
@@ -402,3 +396,125 @@ def test_our_own_or_a_taken_over_operator_group_is_fine():
     check_operator_groups(OlmCluster([unlabelled]), OUR_GROUP, take_over=True)
     with pytest.raises(OlmError):
         check_operator_groups(OlmCluster([unlabelled]), OUR_GROUP, take_over=False)
+
+
+class FlappingCluster:
+    """A NicClusterPolicy whose state alternates every `period` seconds of the fake clock."""
+
+    def __init__(self, clock, period, ready_first=True):
+        self.clock = clock
+        self.period = period
+        self.ready_first = ready_first
+
+    def get(self, api_version, kind, name, namespace=None):
+        ready = int(self.clock() // self.period) % 2 == (0 if self.ready_first else 1)
+        return policy("ready" if ready else "notReady")
+
+
+def test_a_flapping_state_passes_at_once_without_stable_for():
+    clock = FakeClock()
+    took = wait_for(
+        FlappingCluster(clock, 2),
+        [gate(equals="ready")],
+        timeout=30,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    assert took == {"NicClusterPolicy ready": 0.0}
+    assert clock.now == 0
+
+
+def test_stable_for_needs_the_gate_met_read_after_read_and_times_out_on_flapping():
+    clock = FakeClock()
+    with pytest.raises(GateTimeout) as raised:
+        wait_for(
+            FlappingCluster(clock, 2),
+            [gate(equals="ready", hint="oc get ncp")],
+            timeout=12,
+            clock=clock,
+            sleep=clock.sleep,
+            stable_for=4,
+        )
+    text = str(raised.value)
+    assert clock.now == 12  # ends at the timeout, not later
+    assert "gate 'NicClusterPolicy ready' not stable after 12s" in text
+    assert "in every read for 4s" in text
+    assert "held together for 1s at most" in text
+    assert (
+        "last seen not met: NicClusterPolicy nic-cluster-policy status.state is 'notReady'" in text
+    )
+    assert text.endswith("Look at: oc get ncp")
+    assert raised.value.report()["seen"].endswith("'notReady'")
+
+
+def test_a_flapping_state_that_is_not_ready_at_the_timeout_is_reported_as_unstable():
+    clock = FakeClock()
+    with pytest.raises(GateTimeout) as raised:
+        wait_for(
+            FlappingCluster(clock, 2),
+            [gate(equals="ready")],
+            timeout=10,
+            clock=clock,
+            sleep=clock.sleep,
+            stable_for=4,
+        )
+    assert clock.now == 10
+    assert "not stable after 10s" in str(raised.value)
+    assert str(raised.value).endswith("status.state is 'notReady'.")
+
+
+def test_stable_for_passes_once_the_state_holds_long_enough():
+    clock = FakeClock()
+    cluster = FakeCluster([policy("ready"), policy("notReady")] + [policy("ready")] * 10)
+    took = wait_for(
+        cluster, [gate(equals="ready")], timeout=30, clock=clock, sleep=clock.sleep, stable_for=3
+    )
+    assert took == {"NicClusterPolicy ready": 0.0}
+    assert clock.now == 5  # met at 2 (after the notReady read at 1), held through 5
+
+
+class RefusingResource:
+    namespaced = True
+
+    def get(self, **kwargs):
+        import urllib3
+
+        pool = urllib3.HTTPSConnectionPool("127.0.0.1", 6443)
+        raise urllib3.exceptions.MaxRetryError(
+            pool,
+            "/apis/mellanox.com/v1alpha1/nicclusterpolicies/nic-cluster-policy",
+            urllib3.exceptions.NewConnectionError(
+                pool, "Failed to establish a new connection: [Errno 111] Connection refused"
+            ),
+        )
+
+
+def test_an_api_server_that_stops_answering_is_reported_with_the_request_and_the_server():
+    from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+        ApiFailure,
+        Cluster,
+    )
+
+    cluster = Cluster.__new__(Cluster)
+    cluster._server = None
+    cluster._resources = {("mellanox.com/v1alpha1", "NicClusterPolicy"): RefusingResource()}
+    with pytest.raises(ApiFailure) as raised:
+        cluster.get("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
+    text = str(raised.value)
+    assert text.startswith(
+        "the API server https://127.0.0.1:6443 did not answer while reading NicClusterPolicy "
+        "nic-cluster-policy: Failed to establish a new connection: [Errno 111] Connection refused."
+    )
+    assert "run the playbook again" in text
+    assert "Traceback" not in text and "object at 0x" not in text
+
+
+def test_only_connection_errors_are_taken_for_an_api_server_that_does_not_answer():
+    from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+        _connection_error,
+    )
+
+    assert _connection_error(ConnectionRefusedError(111, "Connection refused"))
+    # delete_and_wait's own timeout is about objects, not about the connection.
+    assert not _connection_error(TimeoutError("deleted objects still exist after 5s"))
+    assert not _connection_error(ValueError("a bug"))

@@ -449,3 +449,63 @@ def test_check_inventory_plans_and_checks_settings_and_knows_its_scopes():
     assert check_inventory(variables, overrides={"mtu": 9000})["plan"]["mtu"] == 9000
     with pytest.raises(PlanError, match="scope: got 'plan'"):
         check_inventory(variables, scope="plan")
+
+
+SECRET = "s3cr3t-Pa55:w0rd"  # noqa: S105 - a test value whose leaks the tests look for
+
+
+def test_registry_credentials_give_a_pull_secret_and_stay_out_of_the_plan():
+    result = plan(
+        image_registry="mirror.local:5000/nvidia",
+        image_pull_secrets=["mirror-pull"],
+        image_registry_username="puller",
+        image_registry_password=SECRET,
+    )
+    assert result["image_registry_secret"] == {
+        "name": "gpudirect-rdma-image-registry",
+        "namespace": "nvidia-network-operator",
+        "registry": "mirror.local:5000",
+    }
+    assert result["image_pull_secrets"] == ["mirror-pull", "gpudirect-rdma-image-registry"]
+    assert SECRET not in repr(result) and "puller" not in repr(result)
+    assert plan()["image_registry_secret"] is None
+
+
+@pytest.mark.parametrize(
+    ("given", "variable", "expected"),
+    [
+        (
+            {"image_registry_username": "puller"},
+            "gpudirect_rdma_image_registry_password",
+            "got nothing",
+        ),
+        ({"image_registry_password": SECRET}, "gpudirect_rdma_image_registry_username", "got None"),
+        (
+            {"image_registry_username": "a:b", "image_registry_password": SECRET},
+            "gpudirect_rdma_image_registry_username",
+            "without ':'",
+        ),
+        (
+            {"image_registry_username": "puller", "image_registry_password": 12345},
+            "gpudirect_rdma_image_registry_password",
+            "got a value of type int",
+        ),
+        (
+            {"image_registry_username": "puller", "image_registry_password": SECRET},
+            "gpudirect_rdma_image_registry",
+            "the mirror registry the credentials",
+        ),
+    ],
+)
+def test_bad_registry_credentials_name_the_variable_and_never_the_password(
+    given, variable, expected
+):
+    inputs = {"image_registry": "mirror.local:5000", **given}
+    if variable == "gpudirect_rdma_image_registry":
+        inputs.pop("image_registry")
+    with pytest.raises(PlanError) as raised:
+        plan(**inputs)
+    assert raised.value.variable == variable
+    assert expected in str(raised.value)
+    assert SECRET not in str(raised.value) and "12345" not in str(raised.value)
+    assert SECRET not in repr(raised.value.value)
