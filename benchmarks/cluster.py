@@ -44,12 +44,9 @@ from common import (
     timed,
     which_kubectl,
 )
+from plan_render import fit, inputs
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
-    MAX_RAILS,
-    PlanError,
-    build_plan,
-)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import (
     ADMIN_USER,
@@ -400,18 +397,8 @@ def wait_until(predicate, what: str, timeout: float = 60) -> None:
 
 
 def scale_inventory(work: Path, rails: int, nodes: int) -> Path:
-    interfaces = [f"ens{i + 1}f0np0" for i in range(rails)]
-    variables = {
-        "gpudirect_rdma_method": "shared_device",
-        "gpudirect_rdma_fabric": "roce",
-        "gpudirect_rdma_interfaces": interfaces,
-        "gpudirect_rdma_ipam_range": "10.100.0.0/16",
-        "gpudirect_rdma_persistent_nic_names": [
-            {"mac": f"b8:3f:d2:{n >> 8 & 0xFF:02x}:{n & 0xFF:02x}:{r:02x}", "name": interfaces[r]}
-            for n in range(nodes)
-            for r in range(rails)
-        ],
-    }
+    """The inventory of plan_render's case: rails, and persistent NIC names for nodes."""
+    variables = {f"gpudirect_rdma_{k}": v for k, v in inputs(nodes, rails).items()}
     directory = work / f"scale-{rails}"
     (directory / "group_vars").mkdir(parents=True, exist_ok=True)
     (directory / "hosts.yml").write_text(
@@ -424,26 +411,30 @@ def scale_inventory(work: Path, rails: int, nodes: int) -> Path:
 
 def scale(plane, harness, work: Path, rails_cases) -> dict:
     results = {}
-    for rails in rails_cases:
-        asked = rails
-        inputs = {
-            "method": "shared_device",
-            "fabric": "roce",
-            "interfaces": [f"ens{i + 1}f0np0" for i in range(rails)],
-            "ipam_range": "10.100.0.0/16",
-        }
-        try:
-            plan = build_plan(inputs)
-        except PlanError as error:
-            print(f"\n{rails} rails: {error}; measured with {MAX_RAILS}")
-            rails = MAX_RAILS
-            plan = build_plan({**inputs, "interfaces": inputs["interfaces"][:rails]})
+    for asked in rails_cases:
+        rails, named, notes = fit(SCALE_NODES, asked)
+        for note in notes:
+            print(f"\n{SCALE_NODES} nodes x {asked} rails: {note}")
+        plan = build_plan(
+            {
+                "method": "shared_device",
+                "fabric": "roce",
+                "interfaces": [f"ens{i + 1}f0np0" for i in range(rails)],
+                "ipam_range": "10.100.0.0/16",
+            }
+        )
         began = time.monotonic()
         nodes_for(harness, plan, SCALE_NODES)
         registered = time.monotonic() - began
-        measured = measured_rerun(plane, scale_inventory(work, rails, SCALE_NODES))
+        measured = measured_rerun(plane, scale_inventory(work, rails, named))
         measured["nodes_registration_seconds"] = round(registered, 1)
-        results[f"{SCALE_NODES}x{rails}"] = {"rails_asked": asked, "rails": rails, **measured}
+        results[f"{SCALE_NODES}x{rails}"] = {
+            "rails_asked": asked,
+            "rails": rails,
+            "nodes_with_persistent_nic_names": named,
+            "plan_limits": notes,
+            **measured,
+        }
     print(
         f"\n{'scale (shared_device)':<22}{'converge s':>11}{'re-run s':>10}{'peak MiB':>10}"
         f"{'modules':>9}{'requests':>10}{'writes':>8}"
