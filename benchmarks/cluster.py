@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -454,7 +455,7 @@ def scale(plane, harness, work: Path, rails_cases) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--only", nargs="+", choices=("baseline", "rerun", "gate", "scale"))
     parser.add_argument(
         "--quick", action="store_true", help="one method, one gate round, 1,000 nodes x 1 rail"
@@ -481,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
                 figures["gate"] = gate(plane, harness, custom, 1 if args.quick else 3, hold=5.0)
             if "scale" in sections:
                 figures["scale"] = scale(plane, harness, work, (1,) if args.quick else (1, 8, 64))
-    figures["machine"]["load_average_after"] = [round(x, 2) for x in __import__("os").getloadavg()]
+    figures["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(figures, indent=2) + "\n")
     print(f"\nfigures: {args.json}")
