@@ -76,13 +76,16 @@ def inventory(name: str) -> Path:
     return REPO_ROOT / "inventories" / name
 
 
-def nodes_for(harness, plan: dict, count: int = 2) -> None:
-    """count fake nodes with the NICs of the plan's rails (NFD labels come from the simulator)."""
+def nodes_for(harness, plan: dict, count: int = 2, prefix: str = "worker") -> None:
+    """count fake nodes with the NICs of the plan's rails (NFD labels come from the simulator).
+    A new prefix gives new node names, so no SR-IOV node state of an earlier node of the same
+    name (and other NICs) is still around."""
     link_type = "ib" if plan["fabric"] == "infiniband" else "eth"
     remove_nodes(harness)
     register_nodes(
         harness,
         count,
+        prefix=prefix,
         nfd_labels=False,
         hardware=Hardware(nics=tuple(Nic(rail["interface"], link_type) for rail in plan["rails"])),
     )
@@ -425,7 +428,7 @@ def scale(plane, harness, work: Path, rails_cases) -> dict:
             }
         )
         began = time.monotonic()
-        nodes_for(harness, plan, SCALE_NODES)
+        nodes_for(harness, plan, SCALE_NODES, prefix=f"rails{rails}-worker")
         registered = time.monotonic() - began
         measured = measured_rerun(plane, scale_inventory(work, rails, named))
         measured["nodes_registration_seconds"] = round(registered, 1)
@@ -436,20 +439,23 @@ def scale(plane, harness, work: Path, rails_cases) -> dict:
             "plan_limits": notes,
             **measured,
         }
-    print(
-        f"\n{'scale (shared_device)':<22}{'converge s':>11}{'re-run s':>10}{'peak MiB':>10}"
-        f"{'modules':>9}{'requests':>10}{'writes':>8}"
-    )
-    for case, r in results.items():
+        case = f"{SCALE_NODES}x{rails}"
+        r = results[case]
+        print(
+            f"\n{'scale (shared_device)':<22}{'converge s':>11}{'re-run s':>10}{'peak MiB':>10}"
+            f"{'modules':>9}{'requests':>10}{'writes':>8}"
+        )
         print(
             f"{case + ' nodes x rails':<22}{r['converge_seconds']:>11.1f}{r['wall_seconds']:>10.2f}"
             f"{r['peak_rss_mib']:>10.1f}{r['module_invocations']:>9}{r['requests']:>10}"
-            f"{r['writes']:>8}"
+            f"{r['writes']:>8}",
+            flush=True,
         )
         print(
             "    slowest: "
             + "; ".join(f"{t['task'][:50]} {t['seconds']} s" for t in r["slowest_tasks"][:4])
         )
+        print(f"    requests by resource: {r['requests_by_resource']}", flush=True)
     remove_nodes(harness)
     return results
 
