@@ -101,8 +101,14 @@ ee: build ## execution environment build context in build/ee (ansible-builder cr
 test: lint unit sanity integration build artifact ## everything CI runs
 
 .PHONY: benchmark
-benchmark: venv ## benchmarks (not part of make test): plan + render at 1 node and 1,000 nodes x 8 rails
+benchmark: venv ## benchmarks (not in make test): plan + render, converged re-run against kubectl apply, gate reaction, 1,000 nodes
 	$(BIN)/python benchmarks/plan_render.py
+	$(BIN)/python benchmarks/cluster.py
+
+.PHONY: benchmark-quick
+benchmark-quick: venv ## the benchmarks' short run: one method, one gate round, 1,000 nodes x 1 rail
+	$(BIN)/python benchmarks/plan_render.py --quick
+	$(BIN)/python benchmarks/cluster.py --quick
 
 .PHONY: render
 render: venv ## render INVENTORY (default inventories/shared-device-roce) to RENDER_DIR (default ./rendered)

@@ -1,17 +1,22 @@
-"""Benchmark: plan + render for 1 node and for 1,000 nodes x 8 rails.
+"""Benchmark: plan + render for 1 node x 1 rail and for 1,000 nodes x 1, 8 and 64 rails.
 
 Nodes enter the plan through persistent NIC names (one udev rule per NIC MAC address, so 1,000
-nodes x 8 rails = 8,000 rules); rails multiply resources and networks. Two measurements per
-case: the engine alone (plan + objects + kustomize layout, best of several runs, in-process)
-and the whole `ansible-playbook playbooks/render.yml` run (wall time, one run, files written).
+nodes x 8 rails = 8,000 rules); rails multiply resources and networks. 64 rails is beyond the
+plan's limit (MAX_RAILS): the case prints the plan's error and is measured at the limit. Two
+measurements per case: the engine alone (plan + objects + kustomize layout, best of several
+runs, in a process of its own so that its peak memory is the case's) and the whole
+`ansible-playbook playbooks/render.yml` run (wall time and peak memory, one run).
 
-    make benchmark-render      # or: .venv/bin/python benchmarks/plan_render.py
+    make benchmark-quick       # or: .venv/bin/python benchmarks/plan_render.py [--quick]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -26,10 +31,36 @@ sys.path.insert(0, str(REPO_ROOT / ".collections"))
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (  # noqa: E402
     build_objects,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (  # noqa: E402
+    MAX_PERSISTENT_NIC_NAMES,
+    MAX_RAILS,
+    PlanError,
+    build_plan,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import (  # noqa: E402
     kustomize_tree,
 )
+
+
+def fit(nodes: int, rails: int) -> tuple[int, int, list[str]]:
+    """The rails and the nodes with persistent NIC names that the plan takes for the case asked,
+    and the plan's own words about the rest: at most MAX_RAILS rails, and at most
+    MAX_PERSISTENT_NIC_NAMES names (they share one MachineConfig, under the API server's
+    request limit), so the nodes beyond that keep the names their NICs have."""
+    notes = []
+    try:
+        build_plan(inputs(1, rails))
+    except PlanError as error:
+        notes.append(str(error))
+        rails = MAX_RAILS
+    named = nodes
+    if nodes * rails > MAX_PERSISTENT_NIC_NAMES:
+        try:
+            build_plan(inputs(nodes, rails))
+        except PlanError as error:
+            notes.append(str(error))
+        named = MAX_PERSISTENT_NIC_NAMES // rails
+    return rails, named, notes
 
 
 def inputs(nodes: int, rails: int) -> dict:
@@ -50,17 +81,35 @@ def inputs(nodes: int, rails: int) -> dict:
     }
 
 
-def engine(case: dict, repeat: int) -> tuple[float, int, int]:
+def engine(case: dict, repeat: int) -> dict:
     best = float("inf")
     for _round in range(repeat):
         began = time.perf_counter()
         objects = build_objects(build_plan(case))
         files = kustomize_tree(objects)
         best = min(best, time.perf_counter() - began)
-    return best, len(objects), sum(len(text) for text in files.values())
+    return {
+        "engine_ms": round(best * 1000, 1),
+        "objects": len(objects),
+        "tree_bytes": sum(len(text) for text in files.values()),
+        "largest_object_bytes": max(len(json.dumps(obj)) for obj in objects),
+        "engine_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
-def playbook(case: dict) -> float:
+def engine_alone(nodes: int, rails: int, repeat: int) -> dict:
+    """engine() in a fresh Python process, so that the peak memory is this case's alone."""
+    result = subprocess.run(
+        [sys.executable, __file__, "--engine", str(nodes), str(rails), str(repeat)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(result.stdout)
+
+
+def playbook(case: dict) -> tuple[float, float]:
+    """Wall time and peak memory (the largest process) of render.yml for the case."""
     with tempfile.TemporaryDirectory() as work:
         inventory = Path(work) / "inventory"
         (inventory / "group_vars").mkdir(parents=True)
@@ -76,40 +125,82 @@ def playbook(case: dict) -> float:
             "ANSIBLE_COLLECTIONS_PATH": str(REPO_ROOT / ".collections"),
         }
         began = time.perf_counter()
-        subprocess.run(
-            [
-                str(Path(sys.executable).parent / "ansible-playbook"),
-                "-i",
-                str(inventory),
-                str(REPO_ROOT / "playbooks" / "render.yml"),
-                "-e",
-                f"gpudirect_rdma_render_dir={work}/tree",
-            ],
-            check=True,
-            capture_output=True,
-            env=env,
-            cwd=REPO_ROOT,
-        )
-        return time.perf_counter() - began
+        with tempfile.TemporaryFile() as log:
+            process = subprocess.Popen(
+                [
+                    str(Path(sys.executable).parent / "ansible-playbook"),
+                    "-i",
+                    str(inventory),
+                    str(REPO_ROOT / "playbooks" / "render.yml"),
+                    "-e",
+                    f"gpudirect_rdma_render_dir={work}/tree",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=REPO_ROOT,
+            )
+            _pid, status, usage = os.wait4(process.pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                log.seek(0)
+                raise RuntimeError(f"render.yml failed:\n{log.read().decode()[-3000:]}")
+        return time.perf_counter() - began, usage.ru_maxrss / 1024
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="plan + render at 1 node and at 1,000 nodes")
+    parser.add_argument("--quick", action="store_true", help="1 x 1 and 1,000 x 8 only")
+    parser.add_argument(
+        "--engine", nargs=3, type=int, metavar=("NODES", "RAILS", "REPEAT"), help=argparse.SUPPRESS
+    )
+    parser.add_argument(
+        "--json", type=Path, default=REPO_ROOT / "build" / "benchmarks" / "plan_render.json"
+    )
+    args = parser.parse_args(argv)
+    if args.engine:
+        nodes, rails, repeat = args.engine
+        print(json.dumps(engine(inputs(nodes, rails), repeat)))
+        return
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}"
+        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}"
     )
+    cases = ((1, 1), (1000, 8)) if args.quick else ((1, 1), (1000, 1), (1000, 8), (1000, 64))
     print(
-        f"{'case':<22}{'objects':>8}{'udev rules':>12}{'tree bytes':>12}"
-        f"{'engine ms':>11}{'render.yml s':>14}"
+        f"{'case':<24}{'objects':>8}{'udev rules':>12}{'tree bytes':>12}{'largest obj':>13}"
+        f"{'engine ms':>11}{'engine MiB':>12}{'render.yml s':>14}{'render MiB':>12}"
     )
-    for nodes, rails in ((1, 1), (1000, 8)):
-        case = inputs(nodes, rails)
-        seconds, objects, size = engine(case, repeat=20 if nodes == 1 else 5)
-        wall = playbook(case)
-        print(
-            f"{f'{nodes} node(s) x {rails} rail(s)':<22}{objects:>8}{nodes * rails:>12}"
-            f"{size:>12}{seconds * 1000:>11.1f}{wall:>14.2f}"
+    figures = []
+    for nodes, asked in cases:
+        rails, named, notes = fit(nodes, asked)
+        for note in notes:
+            print(f"{nodes} nodes x {asked} rails: {note}")
+        if named < nodes:
+            print(f"  measured with {rails} rails, persistent NIC names for {named} of the nodes")
+        measured = engine_alone(named, rails, repeat=20 if nodes == 1 else 3)
+        wall, peak = playbook(inputs(named, rails))
+        figures.append(
+            {
+                "nodes": nodes,
+                "nodes_named": named,
+                "rails_asked": asked,
+                "rails": rails,
+                "udev_rules": named * rails,
+                "plan_limits": notes,
+                **measured,
+                "render_yml_seconds": round(wall, 2),
+                "render_yml_peak_rss_mib": round(peak, 1),
+            }
         )
+        print(
+            f"{f'{nodes} node(s) x {rails} rail(s)':<24}{measured['objects']:>8}{named * rails:>12}"
+            f"{measured['tree_bytes']:>12}{measured['largest_object_bytes']:>13}"
+            f"{measured['engine_ms']:>11.1f}{measured['engine_peak_rss_mib']:>12.1f}"
+            f"{wall:>14.2f}{peak:>12.1f}"
+        )
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"figures: {args.json}")
 
 
 if __name__ == "__main__":

@@ -234,6 +234,8 @@ class Cluster:
     def resource(self, api_version: str, kind: str):
         key = (api_version, kind)
         if key not in self._resources:
+            if not self.group_version_served(api_version):
+                raise NotServed(api_version, kind)
             try:
                 with self.requesting(f"looking up the {kind} ({api_version}) API"):
                     self._resources[key] = self.dynamic.resources.get(
@@ -242,6 +244,28 @@ class Cluster:
             except ResourceNotFoundError:
                 raise NotServed(api_version, kind) from None
         return self._resources[key]
+
+    def group_version_served(self, api_version: str) -> bool:
+        """Whether the server serves the group version, asked without dropping the discovery
+        cache: a lookup that misses makes the dynamic client invalidate its cache and rediscover
+        every group it needs (a few requests in every module call that asks about a kind whose
+        operator is absent, such as PackageManifest). A group version in the cache is taken as
+        served (a kind gone since is still found missing by the lookup); any other costs one
+        GET of its discovery document."""
+        group, _slash, version = api_version.rpartition("/")
+        if not group:
+            return True  # the core group
+        cached = self.dynamic.resources.parse_api_groups(request_resources=False)
+        if version in (cached.get("apis") or {}).get(group, {}):
+            return True
+        from kubernetes.dynamic.exceptions import NotFoundError
+
+        try:
+            with self.requesting(f"asking whether the API server serves {api_version}"):
+                self.dynamic.request("GET", f"/apis/{group}/{version}")
+        except NotFoundError:
+            return False
+        return True
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None):
         """The object as a dict, or None when it does not exist."""

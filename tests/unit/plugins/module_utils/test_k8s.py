@@ -11,6 +11,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     merged,
     stale_fields,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import Cluster, NotServed
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import (
     OlmError,
     approve_install_plan,
@@ -518,3 +519,76 @@ def test_only_connection_errors_are_taken_for_an_api_server_that_does_not_answer
     # delete_and_wait's own timeout is about objects, not about the connection.
     assert not _connection_error(TimeoutError("deleted objects still exist after 5s"))
     assert not _connection_error(ValueError("a bug"))
+
+
+class FakeDiscovery:
+    """The dynamic client's discoverer and request(), as far as Cluster.resource uses them: a
+    lookup that misses invalidates the whole cache (counted), as kubernetes' LazyDiscoverer does."""
+
+    def __init__(self, cached: dict, served: dict):
+        self.cached = cached  # group -> versions in the discovery cache
+        self.served = served  # (apiVersion, kind) -> resource the server serves
+        self.invalidations = 0
+        self.requests: list[str] = []
+
+    @property
+    def resources(self):
+        return self
+
+    def parse_api_groups(self, request_resources=False):
+        assert request_resources is False
+        return {"api": {"": {"v1": {}}}, "apis": self.cached}
+
+    def get(self, api_version, kind):
+        if (api_version, kind) not in self.served:
+            self.invalidations += 1
+            from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+            raise ResourceNotFoundError(f"No matches found for {kind}")
+        return self.served[(api_version, kind)]
+
+    def request(self, method, path):
+        from kubernetes.dynamic.exceptions import NotFoundError
+
+        self.requests.append(f"{method} {path}")
+        group_version = path.removeprefix("/apis/")
+        if not any(api_version == group_version for api_version, _kind in self.served):
+            error = NotFoundError.__new__(NotFoundError)
+            raise error
+        return {}
+
+
+def cluster_over(discovery: FakeDiscovery) -> Cluster:
+    cluster = Cluster.__new__(Cluster)
+    cluster.dynamic = discovery
+    cluster._resources = {}
+    return cluster
+
+
+def test_a_kind_of_an_absent_group_is_not_served_without_dropping_the_discovery_cache():
+    discovery = FakeDiscovery(
+        cached={"operators.coreos.com": {"v1alpha1": {}}},
+        served={("operators.coreos.com/v1alpha1", "Subscription"): "subscriptions"},
+    )
+    cluster = cluster_over(discovery)
+    with pytest.raises(NotServed, match="PackageManifest"):
+        cluster.resource("packages.operators.coreos.com/v1", "PackageManifest")
+    assert discovery.invalidations == 0
+    assert discovery.requests == ["GET /apis/packages.operators.coreos.com/v1"]
+    # A cached group version and the core group are looked up without a request.
+    assert cluster.resource("operators.coreos.com/v1alpha1", "Subscription") == "subscriptions"
+    discovery.served[("v1", "Node")] = "nodes"
+    assert cluster.resource("v1", "Node") == "nodes"
+    assert discovery.requests == ["GET /apis/packages.operators.coreos.com/v1"]
+
+
+def test_a_group_served_since_the_cache_was_written_is_found():
+    discovery = FakeDiscovery(
+        cached={}, served={("nvidia.com/v1", "ClusterPolicy"): "clusterpolicies"}
+    )
+    cluster = cluster_over(discovery)
+    assert cluster.resource("nvidia.com/v1", "ClusterPolicy") == "clusterpolicies"
+    assert discovery.requests == ["GET /apis/nvidia.com/v1"]
+    # A kind missing from a served group is still not served (the lookup says so).
+    with pytest.raises(NotServed):
+        cluster.resource("nvidia.com/v1", "NVIDIADriver")
