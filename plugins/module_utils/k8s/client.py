@@ -145,15 +145,9 @@ class ApiFailure(Exception):
 
 def describe_status(error: BaseException) -> str:
     """An API error as 'status reason: message'."""
-    body = getattr(error, "body", None)
-    message = None
-    if body:
-        try:
-            message = json.loads(body).get("message")
-        except (TypeError, ValueError, AttributeError):
-            message = None
     reason = getattr(error, "reason", "") or ""
-    return f"{getattr(error, 'status', '')} {reason}: {message or body or error}".replace("  ", " ")
+    status = getattr(error, "status", "")
+    return f"{status} {reason}: {_server_message(error)}".replace("  ", " ")
 
 
 def _reason(error: BaseException) -> str:

@@ -32,7 +32,11 @@ try:
 except ImportError:  # pragma: no cover - JSON is YAML too
     HAS_YAML = False
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import ApiFailure, NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+    ApiFailure,
+    NotServed,
+    describe_status,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
 
 MANAGED_BY = "app.kubernetes.io/managed-by=gpudirect.rdma"
@@ -122,17 +126,8 @@ def gate_fields(gate: dict) -> dict:
 
 def describe(error: BaseException) -> str:
     """An API error as 'status reason: message'; anything else by its type and text."""
-    status = getattr(error, "status", None)
-    if status is not None:
-        body = getattr(error, "body", None)
-        message = None
-        if body:
-            try:
-                message = json.loads(body).get("message")
-            except (TypeError, ValueError, AttributeError):
-                message = None
-        reason = getattr(error, "reason", "") or ""
-        return f"{status} {reason}: {message or body or error}".replace("  ", " ")
+    if getattr(error, "status", None) is not None:
+        return describe_status(error)
     if isinstance(error, (NotServed, ApiFailure)):
         return str(error)
     return f"{type(error).__name__}: {error}"
