@@ -663,19 +663,6 @@ CASES: list[BadInput] = [
         },
     ),
     BadInput(
-        "persistent-name-duplicate-name",
-        SDR,
-        V + "persistent_nic_names[1].name",
-        "'ens8f0np0'",
-        "a name not already given to",
-        set={
-            "persistent_nic_names": [
-                {"mac": "b8:3f:d2:3b:51:29", "name": "ens8f0np0"},
-                {"mac": "b8:3f:d2:3b:51:2a", "name": "ens8f0np0"},
-            ]
-        },
-    ),
-    BadInput(
         "persistent-name-without-mac",
         SDR,
         V + "persistent_nic_names[0]",

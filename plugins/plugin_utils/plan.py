@@ -656,7 +656,6 @@ def _persistent_nic_names(inputs: Mapping) -> list[dict]:
         )
     rules = []
     seen: dict[str, int] = {}
-    named: dict[str, int] = {}
     for index, entry in enumerate(entries):
         where = f"{name}[{index}]"
         if not isinstance(entry, Mapping) or set(entry) != {"mac", "name"}:
@@ -679,15 +678,9 @@ def _persistent_nic_names(inputs: Mapping) -> list[dict]:
                 f"{where}.mac", mac, f"an address not already in {name}[{seen[normalised]}]"
             )
         seen[normalised] = index
+        # One name for many addresses is the point: every node's NIC of a rail gets the rail's
+        # name (the MachineConfig goes to every node of the pool, each has its own addresses).
         nic_name = interface_name(f"{where}.name", entry["name"])
-        if nic_name in named:
-            raise PlanError(
-                f"{where}.name",
-                nic_name,
-                f"a name not already given to {name}[{named[nic_name]}] "
-                "(udev names one NIC per name)",
-            )
-        named[nic_name] = index
         rules.append({"mac": normalised, "name": nic_name, "type": link_type})
     return rules
 

@@ -170,6 +170,14 @@ def test_persistent_names_know_ethernet_and_ipoib():
     ]
 
 
+def test_one_persistent_name_for_the_nics_of_many_nodes():
+    """Every node's NIC of a rail gets the rail's name: one name, one MAC per node."""
+    names = [{"mac": f"b8:3f:d2:3b:51:{node:02x}", "name": "ens8f0np0"} for node in range(3)]
+    rules = plan(persistent_nic_names=names)["machine_configs"]["persistent_nic_names"]
+    assert [rule["name"] for rule in rules] == ["ens8f0np0"] * 3
+    assert len({rule["mac"] for rule in rules}) == 3
+
+
 def test_strings_from_surveys_are_accepted_for_numbers_and_booleans():
     result = plan(mtu="9000", crio_memlock="true", network_operator_release=26.4 and "26.4.0")
     assert result["mtu"] == 9000
