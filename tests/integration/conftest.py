@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -19,6 +18,7 @@ from kubernetes import client
 
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import REPO_ROOT, ControlPlane, api_client, started
+from tests.integration.helpers import playbook_command, playbook_env
 from tests.simulator.core import DEFAULT_KNOBS, write_knobs
 
 
@@ -83,16 +83,10 @@ def run_playbook(control_plane):
     def run(
         playbook: Path, *args: str, check: bool = True, kubeconfig: Path | None = None
     ) -> subprocess.CompletedProcess:
-        env = {
-            **os.environ,
-            "K8S_AUTH_KUBECONFIG": str(kubeconfig or control_plane.kubeconfig),
-            "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-            "ANSIBLE_FORCE_COLOR": "0",
-        }
         result = subprocess.run(
-            [str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), *args],
+            playbook_command(playbook, *args),
             cwd=REPO_ROOT,
-            env=env,
+            env=playbook_env(kubeconfig or control_plane.kubeconfig),
             capture_output=True,
             text=True,
             check=False,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,7 @@ from kubernetes import client
 from tests.bad_inputs import CASES, INVENTORIES, BadInput
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import MASTERS, REPO_ROOT
+from tests.integration.helpers import playbook_command, playbook_env
 
 PLAYBOOKS = {
     "site": REPO_ROOT / "playbooks" / "site.yml",
@@ -80,18 +80,11 @@ def write_inventory(folder: Path, case: BadInput) -> Path:
 def ansible_playbook(
     user: str, playbook: Path, args: list[str], kubeconfig: Path, cwd: Path
 ) -> Run:
-    env = {
-        **os.environ,
-        "K8S_AUTH_KUBECONFIG": str(kubeconfig),
-        "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
-        "ANSIBLE_FORCE_COLOR": "0",
-    }
     started = time.monotonic()
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), *args],
+        playbook_command(playbook, *args),
         cwd=cwd,
-        env=env,
+        env=playbook_env(kubeconfig, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json"),
         capture_output=True,
         text=True,
         check=False,

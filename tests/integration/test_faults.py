@@ -6,10 +6,8 @@ passes on a ready moment when the gate asks for a stable state)."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from kubernetes.dynamic import DynamicClient
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, api_client, started
-from tests.integration.helpers import wait_for
+from tests.integration.helpers import playbook_command, playbook_env, wait_for
 from tests.integration.test_site import TIMEOUTS, nodes_for, recap
 from tests.simulator.core import DEFAULT_KNOBS, write_knobs
 
@@ -55,18 +53,11 @@ def ansible_playbook(
 ):
     """Start ansible-playbook as a user would (admin kubeconfig); returns the Popen, its
     output going to `output`."""
-    env = {
-        **os.environ,
-        **(env or {}),
-        "K8S_AUTH_KUBECONFIG": str(plane.kubeconfig),
-        "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
-        "ANSIBLE_FORCE_COLOR": "0",
-    }
     stream = output.open("w") if output else subprocess.PIPE
     return subprocess.Popen(
-        [str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), *args],
+        playbook_command(playbook, *args),
         cwd=REPO_ROOT,
-        env=env,
+        env=playbook_env(plane.kubeconfig, **(env or {})),
         stdout=stream,
         stderr=subprocess.STDOUT,
         text=True,

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import yaml
 
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import verify
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INVENTORIES = REPO_ROOT / "inventories"
 NAMES = sorted(p.name for p in INVENTORIES.iterdir() if (p / "group_vars" / "all.yml").exists())
@@ -14,3 +16,16 @@ NAMES = sorted(p.name for p in INVENTORIES.iterdir() if (p / "group_vars" / "all
 def inputs(name: str) -> dict:
     variables = yaml.safe_load((INVENTORIES / name / "group_vars" / "all.yml").read_text())
     return {key.removeprefix("gpudirect_rdma_"): value for key, value in variables.items()}
+
+
+def bandwidth_pods(plan: dict) -> list[dict]:
+    """The verify role's server pods on one node, with the role's default settings."""
+    settings = {
+        "image": verify.DEFAULT_IMAGE,
+        "perftest": "/root/perftest/ib_write_bw",
+        "size": 65536,
+        "qps": 16,
+        "duration": 30,
+        "port": 10000,
+    }
+    return verify.server_pods(plan, "worker-0", settings)

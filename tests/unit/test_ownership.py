@@ -13,23 +13,14 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
     verify,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
-from tests.unit.inventories import NAMES, inputs
+from tests.unit.inventories import NAMES, bandwidth_pods, inputs
 
 MANAGED = {(api_version, kind) for api_version, kind, _stage in MANAGED_KINDS}
 
 
 def created(name: str) -> list[dict]:
     plan = build_plan(inputs(name))
-    settings = {
-        "image": verify.DEFAULT_IMAGE,
-        "perftest": "/root/perftest/ib_write_bw",
-        "size": 65536,
-        "qps": 16,
-        "duration": 30,
-        "port": 10000,
-    }
-    pods = verify.server_pods(plan, "worker-0", settings)
-    return [*build_objects(plan), *pods]
+    return [*build_objects(plan), *bandwidth_pods(plan)]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -39,11 +39,10 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
     build_objects,
     component_objects,
     select_part,
-    verify,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import crd_files, harness_crd_files
-from tests.unit.inventories import NAMES, inputs
+from tests.unit.inventories import NAMES, bandwidth_pods, inputs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RBAC = REPO_ROOT / k8s_client.RBAC_FILE
@@ -184,18 +183,6 @@ def owned(api_version: str, kind: str, namespace: str | None) -> dict:
     if namespace:
         metadata["namespace"] = namespace
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata}
-
-
-def bandwidth_pods(plan: dict) -> list[dict]:
-    settings = {
-        "image": verify.DEFAULT_IMAGE,
-        "perftest": "/root/perftest/ib_write_bw",
-        "size": 65536,
-        "qps": 16,
-        "duration": 30,
-        "port": 10000,
-    }
-    return verify.server_pods(plan, "worker-0", settings)
 
 
 def olm_cluster(plan: dict) -> Recorder:
