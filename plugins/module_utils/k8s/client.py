@@ -379,25 +379,26 @@ def failing_clearly(module, cluster=None, **result):
     (ApiFailure) or one that answers an error nothing handled ends the module with a message
     naming the request and the server instead of a traceback; result entries that are callables
     are called then (the results so far)."""
+
+    def so_far() -> dict:
+        return {key: value() if callable(value) else value for key, value in result.items()}
+
     try:
         yield
     except Exception as error:
         if isinstance(error, Forbidden):  # who may not do what, and the RBAC that allows it
-            module.fail_json(
-                msg=str(error),
-                **{key: value() if callable(value) else value for key, value in result.items()},
-            )
-        if isinstance(error, ApiFailure):
+            module.fail_json(msg=str(error), **so_far())
+        elif isinstance(error, ApiFailure) or _api_status_error(error) or _connection_error(error):
             failure = error
-        elif _api_status_error(error) or _connection_error(error):
-            request = getattr(cluster, "request", None) or "talking to it"
-            server = cluster._address(error) if cluster is not None else _server_of(error)
-            failure = ApiFailure(request, server, error)
+            if not isinstance(error, ApiFailure):
+                request = getattr(cluster, "request", None) or "talking to it"
+                server = cluster._address(error) if cluster is not None else _server_of(error)
+                failure = ApiFailure(request, server, error)
+            module.fail_json(
+                msg=str(failure),
+                api_server=failure.server,
+                request=failure.request,
+                **so_far(),
+            )
         else:
             raise
-        module.fail_json(
-            msg=str(failure),
-            api_server=failure.server,
-            request=failure.request,
-            **{key: value() if callable(value) else value for key, value in result.items()},
-        )
