@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import REGISTRY_SECRET_NAME
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
     GPU_OPERATOR_RELEASES,
     LATEST_GPU_OPERATOR,
@@ -571,9 +572,6 @@ def _operators(inputs: Mapping) -> dict:
             "starting_csv": starting_csv and _dns_subdomain(f"{where}.starting_csv", starting_csv),
         }
     return operators
-
-
-REGISTRY_SECRET_NAME = "gpudirect-rdma-image-registry"  # noqa: S105 - a name, not a password
 
 
 def _registry_secret(inputs: Mapping, operators: dict) -> dict | None:

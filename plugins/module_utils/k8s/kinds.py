@@ -31,13 +31,16 @@ MANAGED_KINDS = (
 )
 
 
+# The mirror registry's pull Secret, made from gpudirect_rdma_image_registry_username/_password.
+REGISTRY_SECRET_NAME = "gpudirect-rdma-image-registry"  # noqa: S105 - a name, not a password
+
 # Objects the collection makes under a fixed name in the namespaces of its operators, found by
 # that name and never by listing their kind: listing Secrets would take the right to read every
 # Secret of the cluster, while rbac/ grants this one name only. (stage, apiVersion, kind, name)
 NAMED_OBJECTS = (
     # The pull Secret made from gpudirect_rdma_image_registry_username/_password goes with the
     # NicClusterPolicy whose components pull with it.
-    ("nic-cluster-policy", "v1", "Secret", "gpudirect-rdma-image-registry"),
+    ("nic-cluster-policy", "v1", "Secret", REGISTRY_SECRET_NAME),
 )
 
 
