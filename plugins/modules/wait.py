@@ -197,58 +197,19 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     failing_clearly,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (  # noqa: E402
-    Gate,
+    GATE_OPTIONS,
     GateFailed,
     GateTimeout,
+    incomplete_gates,
+    to_gate,
     wait_for,
 )
-
-GATE_SPEC = {
-    "gate": {"type": "str", "required": True},
-    "api_version": {"type": "str", "required": True},
-    "kind": {"type": "str", "required": True},
-    "name": {"type": "str"},
-    "namespace": {"type": "str"},
-    "label_selector": {"type": "str"},
-    "min_count": {"type": "int", "default": 1},
-    "path": {"type": "raw", "required": True},
-    "equals": {"type": "raw"},
-    "one_of": {"type": "list", "elements": "raw"},
-    "at_least": {"type": "int"},
-    "includes": {"type": "list", "elements": "raw"},
-    "excludes": {"type": "list", "elements": "raw"},
-    "fail_on": {"type": "list", "elements": "raw", "default": []},
-    "hint": {"type": "str", "default": ""},
-}
-
-
-def to_gate(spec: dict) -> Gate:
-    path = spec["path"]
-    if isinstance(path, str):
-        path = path.split(".")
-    return Gate(
-        name=spec["gate"],
-        api_version=spec["api_version"],
-        kind=spec["kind"],
-        path=[str(p) for p in path],
-        equals=spec.get("equals"),
-        one_of=spec.get("one_of") or [],
-        at_least=spec.get("at_least"),
-        includes=spec.get("includes") or [],
-        excludes=spec.get("excludes") or [],
-        fail_on=spec.get("fail_on") or [],
-        object_name=spec.get("name"),
-        namespace=spec.get("namespace"),
-        label_selector=spec.get("label_selector"),
-        min_count=spec["min_count"],
-        hint=spec.get("hint") or "",
-    )
 
 
 def main():
     module = AnsibleModule(
         argument_spec=argument_spec(
-            gates={"type": "list", "elements": "dict", "required": True, "options": GATE_SPEC},
+            gates={"type": "list", "elements": "dict", "required": True, "options": GATE_OPTIONS},
             timeout={"type": "int", "default": 600},
             interval={"type": "float", "default": 1.0},
             stable_for={"type": "float", "default": 0},
@@ -256,18 +217,9 @@ def main():
         supports_check_mode=True,
     )
     gates = [to_gate(spec) for spec in module.params["gates"]]
-    for gate in gates:
-        if (
-            gate.equals is None
-            and not gate.one_of
-            and gate.at_least is None
-            and not gate.includes
-            and not gate.excludes
-        ):
-            module.fail_json(
-                msg=f"gates: gate '{gate.name}' needs equals, one_of, at_least, "
-                "includes or excludes"
-            )
+    incomplete = incomplete_gates(gates)
+    if incomplete:
+        module.fail_json(msg=incomplete)
     if module.check_mode:
         module.exit_json(
             changed=False, seconds={}, msg="check mode: nothing was applied, nothing to wait for"

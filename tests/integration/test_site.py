@@ -79,6 +79,9 @@ def test_configuration_converges_and_a_second_run_writes_nothing(
     assert recap(second.stdout)["changed"] == 0, second.stdout[-3000:]
     assert audit.writes(ADMIN_USER) == [], [str(w) for w in audit.writes(ADMIN_USER)]
     assert audit.requests(ADMIN_USER), "the second run read the cluster"
+    # ... and took the converged check's word for it: no step ran
+    assert "the cluster already is as planned" in " ".join(second.stdout.split())
+    assert "TASK [gpudirect.rdma.nfd" not in second.stdout
     plan = build_plan(inputs(inventory))
     policy = custom.get_cluster_custom_object(
         "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
@@ -87,6 +90,38 @@ def test_configuration_converges_and_a_second_run_writes_nothing(
     for node in core.list_node().items:
         for rail in plan["rails"]:
             assert int(node.status.allocatable[rail["node_resource"]]) >= 1
+
+
+def test_a_converged_cluster_changed_by_hand_is_put_back_by_the_steps(
+    run_playbook, harness, custom, control_plane
+):
+    nodes_for(harness, "shared-device-roce")
+    site(run_playbook, "shared-device-roce")
+    custom.patch_cluster_custom_object(
+        "mellanox.com",
+        "v1alpha1",
+        "nicclusterpolicies",
+        "nic-cluster-policy",
+        {"spec": {"ofedDriver": {"version": "by-hand"}}},
+    )
+    checked = site(run_playbook, "shared-device-roce", "--check")
+    output = " ".join(checked.stdout.split())
+    assert (
+        "work to do, the steps run: NicClusterPolicy nic-cluster-policy would be updated "
+        "(fields differ)" in output
+    )
+    assert "TASK [gpudirect.rdma.network_operator" in checked.stdout
+    assert recap(checked.stdout)["changed"] == 1, checked.stdout[-3000:]
+    repaired = site(run_playbook, "shared-device-roce")
+    assert recap(repaired.stdout)["changed"] == 1, repaired.stdout[-3000:]
+    policy = custom.get_cluster_custom_object(
+        "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
+    )
+    assert policy["spec"]["ofedDriver"]["version"] != "by-hand"
+    audit = AuditLog(control_plane.audit_log).mark()
+    again = site(run_playbook, "shared-device-roce", "--check")
+    assert "the cluster already is as planned" in " ".join(again.stdout.split())
+    assert audit.writes(ADMIN_USER) == []
 
 
 def test_switching_shared_device_to_sriov_legacy_leaves_nothing_behind(

@@ -10,16 +10,17 @@ import copy
 import functools
 from pathlib import Path
 
-import jinja2
 import pytest
 import yaml
 
+from ansible_collections.gpudirect.rdma.plugins.action.converged import reader_options
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
     Applier,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.converged import check
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics import (
     gather as gather_diagnostics,
 )
@@ -33,13 +34,15 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import STAGES, Remover
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.secrets import registry_secret
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import Gate, observe
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import Gate, observe, to_gate
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
     COMPONENTS,
     build_objects,
     component_objects,
     select_part,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.gates import COMPONENTS as STEPS
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.gates import gates_for
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import crd_files, harness_crd_files
 from tests.unit.inventories import NAMES, bandwidth_pods, inputs
@@ -231,36 +234,63 @@ def literal(value):
 
 
 def role_gates(plan: dict) -> list[Gate]:
-    """The gates of every gpudirect.rdma.wait task of the roles; a list given as a template
-    (method_common's) rendered with the plan."""
-    gates = []
+    """The gates the roles wait on: those written out in a role (uninstall's), and those a role
+    takes from gpudirect.rdma.gates, which are the steps' (the MachineConfig step's with a
+    MachineConfig just removed)."""
+    gates = [
+        to_gate({**options, "equals": "never"})
+        for step in STEPS
+        for options in gates_for(plan, step, removed_machine_configs=["99-removed"])
+    ]
     for task in role_tasks():
         spec = task.get("gpudirect.rdma.wait")
         if not spec:
             continue
-        listed = spec["gates"]
-        if isinstance(listed, str):
-            template = (ROLES / "method_common" / "templates" / "gates.yml.j2").read_text()
-            environment = jinja2.Environment(autoescape=False)  # noqa: S701 - YAML, not HTML
-            listed = yaml.safe_load(
-                environment.from_string(template).render(method_common_plan=plan)
-            )
-        for gate in listed:
-            path = gate["path"]
+        if isinstance(spec["gates"], str):
+            assert "gpudirect.rdma.gates(" in spec["gates"] + str(task.get("vars")), task
+            continue
+        for options in spec["gates"]:
             gates.append(
-                Gate(
-                    name=gate["gate"],
-                    api_version=gate["api_version"],
-                    kind=gate["kind"],
-                    path=path.split(".") if isinstance(path, str) else path,
-                    equals="never",
-                    object_name=literal(gate.get("name")),
-                    namespace=literal(gate.get("namespace")),
-                    label_selector=literal(gate.get("label_selector")),
+                to_gate(
+                    {
+                        **options,
+                        "equals": "never",
+                        "min_count": 1,
+                        "name": literal(options.get("name")),
+                        "namespace": literal(options.get("namespace")),
+                        "label_selector": literal(options.get("label_selector")),
+                    }
                 )
             )
     assert gates, "the roles wait on gates"
     return gates
+
+
+def converged_cluster(plan: dict, options: dict) -> Recorder:
+    """A cluster where every object of the plan exists as the collection applied it, and every
+    operator's CSV has Succeeded: the converged check goes through all of its reads."""
+    applied = {"managedFields": [{"manager": k8s_client.FIELD_MANAGER, "operation": "Apply"}]}
+    by_key = {
+        (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]): obj
+        for obj in options["objects"]
+    }
+
+    def live(kind):
+        def found(name, namespace):
+            obj = by_key.get((kind, namespace, name))
+            if obj is None:
+                return None
+            status = {"installedCSV": "operator.v1"} if kind == "Subscription" else {}
+            return {**obj, "metadata": {**obj["metadata"], **applied}, "status": status}
+
+        return found
+
+    existing = {kind: live(kind) for kind, _namespace, _name in by_key}
+    existing["ClusterServiceVersion"] = lambda n, ns: {
+        "metadata": {"name": n, "namespace": ns},
+        "status": {"phase": "Succeeded"},
+    }
+    return Recorder(existing=existing)
 
 
 def module_reads() -> set:
@@ -370,6 +400,20 @@ def requests_of(name: str) -> set:
         }
         gather_diagnostics(cluster, {"task": "t", "msg": "m", "gate": failure}, [namespace])
         found |= cluster.requests
+
+    # site.yml's converged check of the whole plan, down to its gates
+    options = reader_options(plan, 1, 0, None)
+    cluster = converged_cluster(plan, options)
+    verdict = check(
+        cluster,
+        options["objects"],
+        options["prune"],
+        options["subscriptions"],
+        [to_gate(gate) for gate in options["gates"]],
+        read=options["read"],
+    )
+    assert verdict["work"][0].startswith("gate "), verdict["work"]  # it got as far as the gates
+    found |= cluster.requests
 
     # the roles' gates, and the verify role's kubernetes.core reads
     cluster = Recorder()

@@ -60,3 +60,30 @@ def kinds(stage: str | None = None) -> list[dict]:
         for api_version, kind, kind_stage in MANAGED_KINDS
         if stage is None or kind_stage == stage
     ]
+
+
+# What applying a step removes when the plan no longer has it: the collection's objects of these
+# stages' kinds carrying these component labels. The methods share one scope, so that switching
+# method leaves nothing of the previous one.
+_PRUNED = {
+    "machine-config": (("machine-configs",), "gpudirect.rdma/component=machine-config"),
+    **dict.fromkeys(
+        METHOD_COMPONENTS,
+        (
+            ("networks", "node-policies"),
+            f"gpudirect.rdma/component in ({','.join(METHOD_COMPONENTS)})",
+        ),
+    ),
+}
+
+
+def prune_scope(component: str) -> dict | None:
+    """The kinds and label selector of what applying component prunes (the apply module's
+    prune option), or None for a component that prunes nothing (the operators)."""
+    if component not in _PRUNED:
+        return None
+    stages, label_selector = _PRUNED[component]
+    return {
+        "kinds": [kind for stage in stages for kind in kinds(stage)],
+        "label_selector": label_selector,
+    }

@@ -4,7 +4,8 @@ A gate names objects (one by name, or all matching a label selector), a field pa
 it must reach. Waiting polls every gate about once a second until all are met, one fails for
 good (a value listed in fail_on), or the timeout passes; the message then says which gate, what
 it saw last and where to look, and the exception carries the gate and the objects it read last
-(report()) so that diagnostics can gather exactly those.
+(report()) so that diagnostics can gather exactly those. Gates that read the same objects (every
+rail's resource on the same nodes) share one read per poll.
 """
 
 from __future__ import annotations
@@ -135,6 +136,96 @@ class Gate:
             return f"{self.kind} {where}{self.object_name}"
         selector = f" matching {self.label_selector}" if self.label_selector else ""
         return f"every {self.kind}{selector}"
+
+
+# A gate as the wait module's options (and gpudirect.rdma.gates) give it.
+GATE_OPTIONS = {
+    "gate": {"type": "str", "required": True},
+    "api_version": {"type": "str", "required": True},
+    "kind": {"type": "str", "required": True},
+    "name": {"type": "str"},
+    "namespace": {"type": "str"},
+    "label_selector": {"type": "str"},
+    "min_count": {"type": "int", "default": 1},
+    "path": {"type": "raw", "required": True},
+    "equals": {"type": "raw"},
+    "one_of": {"type": "list", "elements": "raw"},
+    "at_least": {"type": "int"},
+    "includes": {"type": "list", "elements": "raw"},
+    "excludes": {"type": "list", "elements": "raw"},
+    "fail_on": {"type": "list", "elements": "raw", "default": []},
+    "hint": {"type": "str", "default": ""},
+}
+
+
+def to_gate(options: dict) -> Gate:
+    """A Gate from its options (GATE_OPTIONS); path dotted or as a list."""
+    path = options["path"]
+    if isinstance(path, str):
+        path = path.split(".")
+    return Gate(
+        name=options["gate"],
+        api_version=options["api_version"],
+        kind=options["kind"],
+        path=[str(p) for p in path],
+        equals=options.get("equals"),
+        one_of=options.get("one_of") or [],
+        at_least=options.get("at_least"),
+        includes=options.get("includes") or [],
+        excludes=options.get("excludes") or [],
+        fail_on=options.get("fail_on") or [],
+        object_name=options.get("name"),
+        namespace=options.get("namespace"),
+        label_selector=options.get("label_selector"),
+        min_count=options.get("min_count", 1),
+        hint=options.get("hint") or "",
+    )
+
+
+def incomplete_gates(gates: list[Gate]) -> str | None:
+    """What is wrong with the first gate that says nothing of the value it waits for."""
+    for gate in gates:
+        if (
+            gate.equals is None
+            and not gate.one_of
+            and gate.at_least is None
+            and not gate.includes
+            and not gate.excludes
+        ):
+            return f"gates: gate '{gate.name}' needs equals, one_of, at_least, includes or excludes"
+    return None
+
+
+class OnePoll:
+    """The cluster's reads for one poll of the gates: gates that read the same objects (every
+    rail's resource on the same nodes) share one request."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.read: dict[tuple, object] = {}
+
+    def _once(self, key: tuple, request):
+        if key not in self.read:
+            try:
+                self.read[key] = request()
+            except NotServed as error:
+                self.read[key] = error
+        found = self.read[key]
+        if isinstance(found, NotServed):
+            raise found
+        return found
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None):
+        return self._once(
+            ("get", api_version, kind, name, namespace),
+            lambda: self.cluster.get(api_version, kind, name, namespace),
+        )
+
+    def list(self, api_version: str, kind: str, namespace=None, label_selector=None):
+        return self._once(
+            ("list", api_version, kind, namespace, label_selector),
+            lambda: self.cluster.list(api_version, kind, namespace, label_selector),
+        )
 
 
 def identity(gate: Gate, obj: dict) -> dict:
@@ -270,8 +361,9 @@ def wait_for(
     last_unmet = None  # (gate, observation) of the last read with a gate unmet
     while True:
         unmet = []
+        poll = OnePoll(cluster)
         for gate in gates:
-            observation = observe(cluster, gate)
+            observation = observe(poll, gate)
             if observation.failed:
                 raise GateFailed(
                     message(gate, observation, clock() - began, "failed"), gate, observation

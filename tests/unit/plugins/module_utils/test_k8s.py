@@ -259,14 +259,6 @@ def test_gates_must_hold_in_the_same_read():
         },
     ]
 
-    class Pool(FakeCluster):
-        """Both gates read the same state in one round."""
-
-        def get(self, *args, **kwargs):
-            state = self.states[min(self.reads // 2, len(self.states) - 1)]
-            self.reads += 1
-            return state
-
     clock = FakeClock()
     gates = [
         Gate(
@@ -286,9 +278,11 @@ def test_gates_must_hold_in_the_same_read():
             equals="True",
         ),
     ]
-    took = wait_for(Pool(pool), gates, timeout=30, clock=clock, sleep=clock.sleep)
+    cluster = FakeCluster(pool)
+    took = wait_for(cluster, gates, timeout=30, clock=clock, sleep=clock.sleep)
     assert clock.now == 2.0
     assert took == {"updated": 0.0, "renders": 1.0}
+    assert cluster.reads == 3  # both gates judge one read of the pool per poll
 
 
 # -- OLM ---------------------------------------------------------------------------------------
