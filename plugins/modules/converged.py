@@ -83,7 +83,10 @@ work:
   returned: success
   type: list
   elements: str
-  sample: ["gate 'NicClusterPolicy ready' not reached after 0s: expected NicClusterPolicy nic-cluster-policy status.state to be 'ready'; last seen: NicClusterPolicy nic-cluster-policy status.state is 'notReady'."]
+  sample:
+    - "gate 'NicClusterPolicy ready' not reached after 0s: expected NicClusterPolicy
+      nic-cluster-policy status.state to be 'ready'; last seen: NicClusterPolicy
+      nic-cluster-policy status.state is 'notReady'."
 checked:
   description: How many objects, operators and gates were checked.
   returned: success

@@ -20,6 +20,7 @@ description:
     how C(site.yml) uses it.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpudirect.rdma.gates
 attributes:
   check_mode:
     support: full
@@ -53,11 +54,6 @@ options:
     description: Each operator's Subscription object, by operator; their CSVs are returned.
     type: dict
     default: {}
-  gates:
-    description: Gates that must be met, with the options of O(gpudirect.rdma.wait#module:gates).
-    type: list
-    elements: dict
-    default: []
   stable_for:
     description: Seconds the gates must hold in every read (0, one read).
     type: float
@@ -160,11 +156,12 @@ def main():
                 },
             },
             subscriptions={"type": "dict", "default": {}},
-            gates={"type": "list", "elements": "dict", "default": [], "options": GATE_OPTIONS},
+            gates={"type": "list", "elements": "dict", "required": True, "options": GATE_OPTIONS},
             stable_for={"type": "float", "default": 0},
             read={"type": "list", "elements": "dict", "default": []},
             registry_secret={
                 "type": "dict",
+                "no_log": False,  # its password is no_log
                 "options": {
                     "name": {"type": "str", "required": True},
                     "namespace": {"type": "str", "required": True},

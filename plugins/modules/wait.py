@@ -22,6 +22,7 @@ description:
   - In check mode nothing was applied, so nothing is awaited; the module returns unchanged.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpudirect.rdma.gates
 attributes:
   check_mode:
     support: full
@@ -30,68 +31,6 @@ attributes:
     support: none
     description: Reads only.
 options:
-  gates:
-    description: What to wait for; all of them, together.
-    type: list
-    elements: dict
-    required: true
-    suboptions:
-      gate:
-        description: Name of the gate, used in messages (e.g. C(NicClusterPolicy ready)).
-        type: str
-        required: true
-      api_version:
-        description: apiVersion of the objects.
-        type: str
-        required: true
-      kind:
-        description: Kind of the objects.
-        type: str
-        required: true
-      name:
-        description: One object by name. Omit to wait on every object matching O(gates[].label_selector).
-        type: str
-      namespace:
-        description: Namespace of the objects.
-        type: str
-      label_selector:
-        description: Objects to wait on when no name is given; each of them must reach the state.
-        type: str
-      min_count:
-        description: At least this many objects must match (e.g. the number of GPU nodes).
-        type: int
-        default: 1
-      path:
-        description: Field to read, as a list of keys (C([status, allocatable, rdma/rdma_shared_device_eth])) or a dotted string (C(status.state)).
-        type: raw
-        required: true
-      equals:
-        description: Value the field must have.
-        type: raw
-      one_of:
-        description: Values the field may have.
-        type: list
-        elements: raw
-      at_least:
-        description: Smallest number (or Kubernetes quantity) the field must reach.
-        type: int
-      includes:
-        description: Values the list at the field must hold (an object in the list counts by its C(name)).
-        type: list
-        elements: raw
-      excludes:
-        description: Values the list at the field must not hold (an object counts by its C(name)).
-        type: list
-        elements: raw
-      fail_on:
-        description: Values that mean the gate failed for good.
-        type: list
-        elements: raw
-        default: []
-      hint:
-        description: Where to look when the gate is not reached, appended to the message.
-        type: str
-        default: ""
   timeout:
     description: Seconds to wait for all gates.
     type: int
