@@ -25,7 +25,8 @@ options:
         type: str
         required: true
       name:
-        description: One object by name. Omit to wait on every object matching O(gates[].label_selector).
+        description: One object by name. Omit to wait on every object matching
+          O(gates[].label_selector).
         type: str
       namespace:
         description: Namespace of the objects.
@@ -38,7 +39,9 @@ options:
         type: int
         default: 1
       path:
-        description: Field to read, as a list of keys (C([status, allocatable, rdma/rdma_shared_device_eth])) or a dotted string (C(status.state)).
+        description: Field to read, as a list of keys
+          (C([status, allocatable, rdma/rdma_shared_device_eth])) or a dotted string
+          (C(status.state)).
         type: raw
         required: true
       equals:
@@ -52,7 +55,8 @@ options:
         description: Smallest number (or Kubernetes quantity) the field must reach.
         type: int
       includes:
-        description: Values the list at the field must hold (an object in the list counts by its C(name)).
+        description: Values the list at the field must hold (an object in the list counts by its
+          C(name)).
         type: list
         elements: raw
       excludes:

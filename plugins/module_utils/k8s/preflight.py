@@ -338,7 +338,12 @@ def _check_nodes(plan: dict, facts: Facts) -> list[dict]:
 def _check_interfaces(plan: dict, facts: Facts) -> list[dict]:
     wanted = [rail["interface"] for rail in plan["rails"]]
     link = "IB" if plan["fabric"] == "infiniband" else "ETH"
-    names = {n["name"] for n in _selected(plan, facts)} if _nfd_labelled(facts) else None
+    # The selected nodes once NFD labels them; before that every node. A node state whose node
+    # has left the cluster is the operator's to delete, not a NIC to judge.
+    if _nfd_labelled(facts):
+        names = {n["name"] for n in _selected(plan, facts)}
+    else:
+        names = {n["name"] for n in facts.nodes} or None
     found = []
     if facts.node_states:
         source = "SriovNetworkNodeState"

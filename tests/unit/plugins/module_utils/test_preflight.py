@@ -192,6 +192,20 @@ def test_missing_interface_wrong_link_type_and_too_many_vfs():
     assert any("gpudirect_rdma_sriov_num_vfs is 32" in m and "at most 8 VFs" in m for m in errors)
 
 
+def test_the_node_state_of_a_node_that_left_is_not_judged():
+    plan = plan_of("sriov-legacy-roce")
+    for labelled in (True, False):
+        facts = healthy(plan)
+        if not labelled:  # before NFD runs, every node counts
+            facts.nodes = [{"name": n["name"], "labels": {}} for n in facts.nodes]
+        facts.node_states["gone-7"] = [{"name": "ens1f0np0", "linkType": "ETH", "totalvfs": 8}]
+        findings, _checks = run(plan, facts)
+        assert messages(findings, "error") == [], labelled
+        facts.node_states["worker-1"] = facts.node_states["gone-7"]
+        findings, _checks = run(plan, facts)
+        assert any("does not exist on node worker-1" in m for m in messages(findings, "error"))
+
+
 def test_interfaces_from_nic_devices_and_skipped_without_reports():
     plan = plan_of()
     facts = healthy(plan)
