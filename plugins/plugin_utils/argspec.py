@@ -30,8 +30,11 @@ def validate(documentation: str, filter_name: str, arguments: dict) -> dict:
     """The validated arguments (with defaults) as plain data, or AnsibleFilterError saying
     what was wrong."""
     options = yaml.safe_load(documentation)["options"]
-    given = {name: value for name, value in arguments.items() if value is not None}
+    # Plain data first: the validator deep-copies what it is given, and a deep copy of a
+    # templated value walks Ansible's lazy containers item by item (1.7 s for a plan with 8,000
+    # persistent NIC names, 20 ms as plain data).
+    given = {name: plain(value) for name, value in arguments.items() if value is not None}
     result = ArgumentSpecValidator(_spec(options)).validate(given)
     if result.error_messages:
         raise AnsibleFilterError(f"{filter_name}: " + "; ".join(result.error_messages))
-    return {name: plain(result.validated_parameters.get(name)) for name in options}
+    return {name: result.validated_parameters.get(name) for name in options}
