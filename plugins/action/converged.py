@@ -42,7 +42,7 @@ OWN_OPTIONS = (
 READER = "gpudirect.rdma.convergence_info"
 
 
-def _options_error(args: dict) -> str | None:
+def options_error(args: dict) -> str | None:
     plan = args.get("plan")
     if not isinstance(plan, dict) or "rails" not in plan or "method" not in plan:
         return (
@@ -129,7 +129,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
-        problem = _options_error(args)
+        problem = options_error(args)
         if problem:
             result.update(failed=True, msg=f"gpudirect.rdma.converged: {problem}")
             return result

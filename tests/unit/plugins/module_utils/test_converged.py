@@ -9,6 +9,7 @@ import copy
 import pytest
 
 from ansible_collections.gpudirect.rdma.plugins.action.converged import (
+    options_error,
     built_on_csvs,
     reader_options,
 )
@@ -245,3 +246,41 @@ def test_rails_on_the_same_nodes_share_one_read_per_poll():
     }
     assert len(distinct) < len(options["gates"])  # rails share nodes, the pool gates one pool
     assert cluster.reads - reads == len(distinct)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"plan": "not a plan"}, "plan: expected the plan returned by gpudirect.rdma.plan"),
+        ({"plan": {"method": "shared_device"}}, "plan: expected the plan returned by"),
+        ({"min_nodes": 0}, "min_nodes: got 0; expected a number of 1 or more"),
+        ({"min_nodes": "two"}, "min_nodes: got 'two'; expected a number of 1 or more"),
+        ({"stable_for": -1}, "stable_for: got -1; expected a number of 0 or more"),
+    ],
+)
+def test_the_actions_options_are_checked_before_anything_is_read(args, expected):
+    plan = build_plan(inputs("shared-device-roce"))
+    assert options_error({"plan": plan}) is None
+    assert options_error({"plan": plan, **args}).startswith(expected)
+
+
+def test_a_pull_secret_is_checked_with_its_login():
+    plan = build_plan(
+        {
+            **inputs("shared-device-roce"),
+            "image_registry": "mirror.local:5000/nvidia",
+            "image_registry_username": "puller",
+            "image_registry_password": "pw",
+        }
+    )
+    assert options_error({"plan": plan}).startswith(
+        "image_registry_username, image_registry_password: the plan has a pull Secret"
+    )
+    options = reader_options(plan, 1, 0, {"username": "puller", "password": "pw"})
+    assert options["registry_secret"] == {
+        "name": "gpudirect-rdma-image-registry",
+        "namespace": "nvidia-network-operator",
+        "registry": "mirror.local:5000",
+        "username": "puller",
+        "password": "pw",
+    }
