@@ -32,32 +32,52 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.gates import gates_
 OPERATORS = ("nfd", "sriov_network_operator", "network_operator", "gpu_operator")
 # Components whose operand is built on the installed CSV's alm-examples, by operator.
 BUILT_ON_CSV = {"nfd": NFD, "gpu_operator": GPU_OPERATOR}
-OWN_OPTIONS = (
-    "plan",
-    "min_nodes",
-    "stable_for",
-    "image_registry_username",
-    "image_registry_password",
-)
+# The roles' settings that their gates depend on, with their defaults and least values.
+ROLE_SETTINGS = {
+    "nfd_min_nodes": (1, 1),
+    "network_operator_ready_stable_seconds": (0, 0),
+    "gpu_operator_ready_stable_seconds": (0, 0),
+}
+OWN_OPTIONS = ("plan", *ROLE_SETTINGS, "image_registry_username", "image_registry_password")
 READER = "gpudirect.rdma.convergence_info"
 
 
+def _number(value, whole: bool):
+    """value as an int (whole) or a float, or None when it is not one (booleans are not)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if whole:
+        return int(number) if number.is_integer() else None
+    return number
+
+
+def role_settings(args: dict) -> dict:
+    """The roles' settings as numbers (defaults for those not given); options_error first."""
+    return {
+        name: _number(args.get(name, default), whole=name == "nfd_min_nodes")
+        for name, (default, _least) in ROLE_SETTINGS.items()
+    }
+
+
 def options_error(args: dict) -> str | None:
+    """What is wrong with the options, naming the variable, or None."""
     plan = args.get("plan")
     if not isinstance(plan, dict) or "rails" not in plan or "method" not in plan:
         return (
             "plan: expected the plan returned by gpudirect.rdma.plan (with method and rails); "
             f"got {type(plan).__name__}"
         )
-    for name in ("min_nodes", "stable_for"):
-        value = args.get(name, 1 if name == "min_nodes" else 0)
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = None
-        least = 1 if name == "min_nodes" else 0
+    for name, (default, least) in ROLE_SETTINGS.items():
+        value = args.get(name, default)
+        whole = name == "nfd_min_nodes"
+        number = _number(value, whole)
         if number is None or number < least:
-            return f"{name}: got {value!r}; expected a number of {least} or more"
+            kind = "a whole number" if whole else "a number of seconds"
+            return f"{name}: got {value!r}; expected {kind} of {least} or more"
     if plan.get("image_registry_secret") and not (
         args.get("image_registry_username") and args.get("image_registry_password")
     ):
@@ -140,8 +160,15 @@ class ActionModule(ActionBase):
                 "username": args["image_registry_username"],
                 "password": args["image_registry_password"],
             }
+        settings = role_settings(args)
         options = reader_options(
-            plan, int(args.get("min_nodes", 1)), float(args.get("stable_for", 0)), login
+            plan,
+            settings["nfd_min_nodes"],
+            max(
+                settings["network_operator_ready_stable_seconds"],
+                settings["gpu_operator_ready_stable_seconds"],
+            ),
+            login,
         )
         # The connection options (kubeconfig, context, host, ...) go to the module as given.
         options.update({k: v for k, v in args.items() if k not in OWN_OPTIONS})

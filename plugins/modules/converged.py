@@ -18,10 +18,12 @@ description:
     pull Secret) exists, carries the collection's labels and would be left unchanged by
     M(gpudirect.rdma.apply). None of the collection's MachineConfigs or method objects is
     outside the plan (nothing to prune). Every operator's ClusterServiceVersion is in phase
-    C(Succeeded). Every gate of P(gpudirect.rdma.gates#filter) is met, for O(stable_for)
-    seconds when set.
+    C(Succeeded). Every gate of P(gpudirect.rdma.gates#filter) is met, for the larger of
+    O(network_operator_ready_stable_seconds) and O(gpu_operator_ready_stable_seconds) when set.
   - The NodeFeatureDiscovery and the ClusterPolicy are built on the installed CSVs, as their
     roles build them.
+  - A bad option fails before anything is read, naming the variable, the value and what is
+    allowed.
   - When something is left to do, RV(work) says what (the checks stop at the first kind of
     work found), and the steps run as usual.
   - Runs the module on the managed host with the connection options given; the rest runs on
@@ -40,14 +42,17 @@ options:
     description: The plan, as returned by M(gpudirect.rdma.plan) in its C(plan) key.
     type: dict
     required: true
-  min_nodes:
-    description: How many nodes must carry NFD's labels (the nfd role's C(nfd_min_nodes)).
+  nfd_min_nodes:
+    description: How many nodes must carry NFD's labels, as the nfd role's variable of that name.
     type: int
     default: 1
-  stable_for:
-    description: Seconds every gate must hold in every read; the larger of
-      C(network_operator_ready_stable_seconds) and C(gpu_operator_ready_stable_seconds) in
-      C(site.yml).
+  network_operator_ready_stable_seconds:
+    description: As the network_operator role's variable of that name. The larger of it and
+      O(gpu_operator_ready_stable_seconds) is how long every gate must hold in every read.
+    type: float
+    default: 0
+  gpu_operator_ready_stable_seconds:
+    description: As the gpu_operator role's variable of that name.
     type: float
     default: 0
   image_registry_username:

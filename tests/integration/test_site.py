@@ -124,6 +124,27 @@ def test_a_converged_cluster_changed_by_hand_is_put_back_by_the_steps(
     assert audit.writes(ADMIN_USER) == []
 
 
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ("nfd_min_nodes=abc", "nfd_min_nodes: got 'abc'; expected a whole number of 1 or more"),
+        (
+            "gpu_operator_ready_stable_seconds=-5",
+            "gpu_operator_ready_stable_seconds: got '-5'; expected a number of seconds of 0",
+        ),
+    ],
+)
+def test_a_bad_role_setting_stops_site_before_any_write(
+    setting, expected, run_playbook, harness, control_plane
+):
+    nodes_for(harness, "shared-device-roce")
+    audit = AuditLog(control_plane.audit_log).mark()
+    result = site(run_playbook, "shared-device-roce", "-e", setting, check=False)
+    assert result.returncode != 0
+    assert expected in " ".join(result.stdout.split()), result.stdout[-3000:]
+    assert audit.writes(ADMIN_USER) == [], [str(w) for w in audit.writes(ADMIN_USER)]
+
+
 def test_switching_shared_device_to_sriov_legacy_leaves_nothing_behind(
     run_playbook, harness, custom
 ):

@@ -9,9 +9,10 @@ import copy
 import pytest
 
 from ansible_collections.gpudirect.rdma.plugins.action.converged import (
-    options_error,
     built_on_csvs,
+    options_error,
     reader_options,
+    role_settings,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import key_of
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import FIELD_MANAGER
@@ -253,9 +254,18 @@ def test_rails_on_the_same_nodes_share_one_read_per_poll():
     [
         ({"plan": "not a plan"}, "plan: expected the plan returned by gpudirect.rdma.plan"),
         ({"plan": {"method": "shared_device"}}, "plan: expected the plan returned by"),
-        ({"min_nodes": 0}, "min_nodes: got 0; expected a number of 1 or more"),
-        ({"min_nodes": "two"}, "min_nodes: got 'two'; expected a number of 1 or more"),
-        ({"stable_for": -1}, "stable_for: got -1; expected a number of 0 or more"),
+        ({"nfd_min_nodes": 0}, "nfd_min_nodes: got 0; expected a whole number of 1 or more"),
+        ({"nfd_min_nodes": "two"}, "nfd_min_nodes: got 'two'; expected a whole number of 1"),
+        ({"nfd_min_nodes": "1.5"}, "nfd_min_nodes: got '1.5'; expected a whole number of 1"),
+        ({"nfd_min_nodes": True}, "nfd_min_nodes: got True; expected a whole number of 1"),
+        (
+            {"network_operator_ready_stable_seconds": -1},
+            "network_operator_ready_stable_seconds: got -1; expected a number of seconds of 0",
+        ),
+        (
+            {"gpu_operator_ready_stable_seconds": "soon"},
+            "gpu_operator_ready_stable_seconds: got 'soon'; expected a number of seconds of 0",
+        ),
     ],
 )
 def test_the_actions_options_are_checked_before_anything_is_read(args, expected):
@@ -283,4 +293,23 @@ def test_a_pull_secret_is_checked_with_its_login():
         "registry": "mirror.local:5000",
         "username": "puller",
         "password": "pw",
+    }
+
+
+def test_the_roles_settings_arrive_as_numbers_whatever_their_form():
+    assert role_settings({}) == {
+        "nfd_min_nodes": 1,
+        "network_operator_ready_stable_seconds": 0,
+        "gpu_operator_ready_stable_seconds": 0,
+    }
+    assert role_settings(
+        {
+            "nfd_min_nodes": "3",
+            "network_operator_ready_stable_seconds": "2.5",
+            "gpu_operator_ready_stable_seconds": 4,
+        }
+    ) == {
+        "nfd_min_nodes": 3,
+        "network_operator_ready_stable_seconds": 2.5,
+        "gpu_operator_ready_stable_seconds": 4.0,
     }
