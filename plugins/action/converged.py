@@ -174,7 +174,9 @@ class ActionModule(ActionBase):
         options.update({k: v for k, v in args.items() if k not in OWN_OPTIONS})
         found = self._execute_module(module_name=READER, module_args=options, task_vars=task_vars)
         if found.get("failed"):
-            result.update(failed=True, msg=found.get("msg", ""))
+            # The module's failure as it is (api_server and request of an API server out of
+            # reach), without its arguments: every object of the plan.
+            result.update({key: value for key, value in found.items() if key != "invocation"})
             return result
         work = list(found["work"])
         if found["converged"]:

@@ -5,10 +5,12 @@ Succeeded, a gate not met) is found and named; nothing is ever written."""
 from __future__ import annotations
 
 import copy
+from unittest import mock
 
 import pytest
 
 from ansible_collections.gpudirect.rdma.plugins.action.converged import (
+    ActionModule,
     built_on_csvs,
     options_error,
     reader_options,
@@ -313,3 +315,24 @@ def test_the_roles_settings_arrive_as_numbers_whatever_their_form():
         "network_operator_ready_stable_seconds": 2.5,
         "gpu_operator_ready_stable_seconds": 4.0,
     }
+
+
+def test_the_readers_failure_reaches_the_play_without_the_plans_objects():
+    task = mock.MagicMock()
+    task.args = {"plan": build_plan(inputs("shared-device-roce")), "kubeconfig": "/k"}
+    task.async_val = 0
+    action = ActionModule(task, mock.MagicMock(), mock.MagicMock(), None, None, None)
+    failure = {
+        "failed": True,
+        "msg": "the API server https://api:6443 did not answer while reading Namespace x",
+        "api_server": "https://api:6443",
+        "request": "reading Namespace x",
+        "invocation": {"module_args": {"objects": ["..."]}},
+    }
+    with mock.patch.object(action, "_execute_module", return_value=failure) as execute:
+        result = action.run(task_vars={})
+    sent = execute.call_args.kwargs["module_args"]
+    assert sent["kubeconfig"] == "/k" and "plan" not in sent and sent["objects"]
+    assert result["failed"] and result["msg"] == failure["msg"]
+    assert result["api_server"] == "https://api:6443" and result["request"] == failure["request"]
+    assert "invocation" not in result
