@@ -25,41 +25,36 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common imp
     METHOD_COMPONENTS,
     NFD,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.olm import operator_objects
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.olm import subscription
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.gates import COMPONENTS as STEPS
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.gates import gates_for
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
+    OPERATORS,
+    PlanError,
+    check_integer,
+    check_number,
+)
 
-OPERATORS = ("nfd", "sriov_network_operator", "network_operator", "gpu_operator")
 # Components whose operand is built on the installed CSV's alm-examples, by operator.
 BUILT_ON_CSV = {"nfd": NFD, "gpu_operator": GPU_OPERATOR}
-# The roles' settings that their gates depend on, with their defaults and least values.
-ROLE_SETTINGS = {
-    "nfd_min_nodes": (1, 1),
-    "network_operator_ready_stable_seconds": (0, 0),
-    "gpu_operator_ready_stable_seconds": (0, 0),
-}
+# The roles' settings that their gates depend on.
+ROLE_SETTINGS = (
+    "nfd_min_nodes",
+    "network_operator_ready_stable_seconds",
+    "gpu_operator_ready_stable_seconds",
+)
 OWN_OPTIONS = ("plan", *ROLE_SETTINGS, "image_registry_username", "image_registry_password")
 READER = "gpudirect.rdma.convergence_info"
 
 
-def _number(value, whole: bool):
-    """value as an int (whole) or a float, or None when it is not one (booleans are not)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    if whole:
-        return int(number) if number.is_integer() else None
-    return number
-
-
 def role_settings(args: dict) -> dict:
-    """The roles' settings as numbers (defaults for those not given); options_error first."""
+    """The roles' settings as numbers, with the roles' defaults; PlanError naming a bad one."""
     return {
-        name: _number(args.get(name, default), whole=name == "nfd_min_nodes")
-        for name, (default, _least) in ROLE_SETTINGS.items()
+        "nfd_min_nodes": check_integer("nfd_min_nodes", args.get("nfd_min_nodes", 1), 1, None),
+        **{
+            name: check_number(name, args.get(name, 0), 0, None, "seconds")
+            for name in ROLE_SETTINGS[1:]
+        },
     }
 
 
@@ -71,13 +66,10 @@ def options_error(args: dict) -> str | None:
             "plan: expected the plan returned by gpudirect.rdma.plan (with method and rails); "
             f"got {type(plan).__name__}"
         )
-    for name, (default, least) in ROLE_SETTINGS.items():
-        value = args.get(name, default)
-        whole = name == "nfd_min_nodes"
-        number = _number(value, whole)
-        if number is None or number < least:
-            kind = "a whole number" if whole else "a number of seconds"
-            return f"{name}: got {value!r}; expected {kind} of {least} or more"
+    try:
+        role_settings(args)
+    except PlanError as error:
+        return str(error)
     if plan.get("image_registry_secret") and not (
         args.get("image_registry_username") and args.get("image_registry_password")
     ):
@@ -114,12 +106,7 @@ def reader_options(plan: dict, min_nodes: int, stable_for: float, login: dict | 
             prune_scope(MACHINE_CONFIG),
             prune_scope(METHOD_COMPONENTS[plan["method"]]),
         ],
-        "subscriptions": {
-            operator: next(
-                o for o in operator_objects(plan, operator) if o["kind"] == "Subscription"
-            )
-            for operator in OPERATORS
-        },
+        "subscriptions": {operator: subscription(plan, operator) for operator in OPERATORS},
         "gates": [gate for step in STEPS for gate in gates_for(plan, step, min_nodes=min_nodes)],
         "stable_for": stable_for,
     }

@@ -178,14 +178,21 @@ def _choice(name: str, value: Any, choices: tuple) -> str:
     return value
 
 
-def _integer(name: str, value: Any, low: int, high: int, why: str = "") -> int:
+def _between(low: str, high: str | None) -> str:
+    return f"of {low} or more" if high is None else f"from {low} to {high}"
+
+
+def check_integer(name: str, value: Any, low: int, high: int | None, why: str = "") -> int:
+    """value as a whole number from low to high (no upper bound when high is None), or
+    PlanError naming name."""
+    expected = f"a whole number {_between(str(low), None if high is None else str(high))}"
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, str) and value.strip().isdigit():
             value = int(value.strip())
         else:
-            raise PlanError(name, value, f"a whole number from {low} to {high}")
-    if not low <= value <= high:
-        raise PlanError(name, value, f"a whole number from {low} to {high}{why}")
+            raise PlanError(name, value, expected)
+    if not low <= value <= (value if high is None else high):
+        raise PlanError(name, value, expected + why)
     return value
 
 
@@ -783,8 +790,10 @@ SCOPES = ("all", "settings")
 _IMAGE = re.compile(r"^[^\s]+$")
 
 
-def _number(name: str, value: Any, low: float, high: float, unit: str) -> float:
-    expected = f"a number of {unit} from {low:g} to {high:g}"
+def check_number(name: str, value: Any, low: float, high: float | None, unit: str) -> float:
+    """value as a number of unit from low to high (no upper bound when high is None), or
+    PlanError naming name."""
+    expected = f"a number of {unit} {_between(f'{low:g}', None if high is None else f'{high:g}')}"
     number = value
     if isinstance(value, str):
         try:
@@ -794,7 +803,7 @@ def _number(name: str, value: Any, low: float, high: float, unit: str) -> float:
     if (
         isinstance(number, bool)
         or not isinstance(number, (int, float))
-        or not low <= number <= high
+        or not low <= number <= (number if high is None else high)
     ):
         raise PlanError(name, value, expected)
     return number
@@ -818,7 +827,7 @@ def check_settings(given: Mapping) -> dict:
             "a container image reference without white space, e.g. "
             "quay.io/edge-infrastructure/nvidia-tools:0.1.5",
         )
-    settings["verify_min_gbps"] = _number(
+    settings["verify_min_gbps"] = check_number(
         variable("verify_min_gbps"), settings["verify_min_gbps"], 0, MAX_VERIFY_GBPS, "Gb/s"
     )
     name = variable("verify_nodes")
@@ -826,14 +835,14 @@ def check_settings(given: Mapping) -> dict:
         _dns_subdomain(f"{name}[{i}]", node)
         for i, node in enumerate(_list(name, settings["verify_nodes"]))
     ]
-    settings["uninstall_timeout"] = _integer(
+    settings["uninstall_timeout"] = check_integer(
         variable("uninstall_timeout"),
         settings["uninstall_timeout"],
         1,
         MAX_UNINSTALL_TIMEOUT,
         " (seconds each uninstall step may take)",
     )
-    settings["diagnostics_log_lines"] = _integer(
+    settings["diagnostics_log_lines"] = check_integer(
         variable("diagnostics_log_lines"),
         settings["diagnostics_log_lines"],
         0,
@@ -912,8 +921,8 @@ def build_plan(given: Mapping) -> dict:
     inputs["gpu_operator_release"] = str(inputs["gpu_operator_release"])
 
     low, high = MTU_LIMITS[fabric]
-    mtu = _integer(variable("mtu"), inputs["mtu"], low, high, f" on {fabric}")
-    num_vfs = _integer(variable("sriov_num_vfs"), inputs["sriov_num_vfs"], 1, MAX_VFS)
+    mtu = check_integer(variable("mtu"), inputs["mtu"], low, high, f" on {fabric}")
+    num_vfs = check_integer(variable("sriov_num_vfs"), inputs["sriov_num_vfs"], 1, MAX_VFS)
     if fabric == "infiniband" and num_vfs > MAX_VFS_INFINIBAND and method == "sriov_legacy":
         raise PlanError(
             variable("sriov_num_vfs"),
@@ -935,7 +944,7 @@ def build_plan(given: Mapping) -> dict:
                 "no vlan with method " + method + ": only sriov_legacy over roce "
                 "tags VF traffic (SriovNetwork.vlan)",
             )
-        vlan = _integer(variable("vlan"), vlan, 0, 4094)
+        vlan = check_integer(variable("vlan"), vlan, 0, 4094)
     link_state = inputs["ib_link_state"]
     if link_state is not None:
         if not (fabric == "infiniband" and method == "sriov_legacy"):
@@ -948,7 +957,7 @@ def build_plan(given: Mapping) -> dict:
 
     ipam_type = _choice(variable("ipam_type"), inputs["ipam_type"], IPAM_TYPES)
     rails = _rails(inputs, method, fabric)
-    block_size = _integer(
+    block_size = check_integer(
         variable("ipam_per_node_block_size"), inputs["ipam_per_node_block_size"], 1, 65536
     )
     if ipam_type == "nv-ipam":
@@ -991,14 +1000,16 @@ def build_plan(given: Mapping) -> dict:
         },
         "mtu": mtu,
         "shared_device": {
-            "rdma_hca_max": _integer(variable("rdma_hca_max"), inputs["rdma_hca_max"], 1, 1000),
+            "rdma_hca_max": check_integer(
+                variable("rdma_hca_max"), inputs["rdma_hca_max"], 1, 1000
+            ),
         },
         "sriov": {
             "num_vfs": num_vfs,
             "policy_name": _dns_subdomain(
                 variable("sriov_policy_name"), inputs["sriov_policy_name"]
             ),
-            "priority": _integer(variable("sriov_priority"), inputs["sriov_priority"], 0, 99),
+            "priority": check_integer(variable("sriov_priority"), inputs["sriov_priority"], 0, 99),
             "vlan": vlan,
             "link_state": link_state,
         },
