@@ -50,36 +50,43 @@ def nfd_gates(plan: dict, min_nodes: int = 1) -> list[dict]:
     ]
 
 
+def _policy_ready(gate: str, api_version: str, kind: str, name: str, hint: str) -> dict:
+    """An operator's policy object reports status.state ready."""
+    return {
+        "gate": gate,
+        "api_version": api_version,
+        "kind": kind,
+        "name": name,
+        "path": ["status", "state"],
+        "equals": "ready",
+        "hint": hint,
+    }
+
+
 def network_operator_gates(plan: dict) -> list[dict]:
     namespace = plan["operators"]["network_operator"]["namespace"]
+    hint = (
+        "oc get nicclusterpolicy nic-cluster-policy -o yaml (status.appliedStates); "
+        f"oc -n {namespace} get pods"
+    )
     return [
-        {
-            "gate": "NicClusterPolicy ready",
-            "api_version": "mellanox.com/v1alpha1",
-            "kind": "NicClusterPolicy",
-            "name": "nic-cluster-policy",
-            "path": ["status", "state"],
-            "equals": "ready",
-            "hint": (
-                "oc get nicclusterpolicy nic-cluster-policy -o yaml (status.appliedStates); "
-                f"oc -n {namespace} get pods"
-            ),
-        }
+        _policy_ready(
+            "NicClusterPolicy ready",
+            "mellanox.com/v1alpha1",
+            "NicClusterPolicy",
+            "nic-cluster-policy",
+            hint,
+        )
     ]
 
 
 def gpu_operator_gates(plan: dict) -> list[dict]:
     namespace = plan["operators"]["gpu_operator"]["namespace"]
+    hint = f"oc get clusterpolicy gpu-cluster-policy -o yaml; oc -n {namespace} get pods"
     return [
-        {
-            "gate": "ClusterPolicy ready",
-            "api_version": "nvidia.com/v1",
-            "kind": "ClusterPolicy",
-            "name": "gpu-cluster-policy",
-            "path": ["status", "state"],
-            "equals": "ready",
-            "hint": f"oc get clusterpolicy gpu-cluster-policy -o yaml; oc -n {namespace} get pods",
-        }
+        _policy_ready(
+            "ClusterPolicy ready", "nvidia.com/v1", "ClusterPolicy", "gpu-cluster-policy", hint
+        )
     ]
 
 
