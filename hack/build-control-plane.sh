@@ -51,15 +51,42 @@ if [[ -n "${ASSETS}" ]]; then
 else
   binaries=(kube-apiserver kubectl kube-controller-manager etcd)
 fi
-cached=true
-for binary in "${binaries[@]}"; do
-  [[ -x "${BIN_DIR}/${binary}" ]] || cached=false
-done
-if [[ "${cached}" == true ]]; then
-  log "cached: ${BIN_DIR}"
+complete() {
+  local binary
+  for binary in "${binaries[@]}"; do
+    [[ -x "$1/${binary}" ]] || return 1
+  done
+}
+print_paths() {
   echo "${BIN_DIR}/kube-controller-manager"
   echo "${ASSETS:-${BIN_DIR}}"
+}
+if complete "${BIN_DIR}"; then
+  log "cached: ${BIN_DIR}"
+  print_paths
   exit 0
+fi
+
+# One build per version at a time: a second run (another clone, CI beside a developer) waits for
+# the first and then finds its binaries. Each run still builds into a directory of its own and
+# moves it into place in one rename, so even without flock no run removes another's work.
+mkdir -p "${CACHE_ROOT}/control-plane"
+if command -v flock >/dev/null 2>&1; then
+  lock="${BIN_DIR}.lock"
+  exec 9>"${lock}"
+  if ! flock --nonblock 9; then
+    log "another build of ${KUBE_VERSION} runs (lock ${lock}); waiting for it"
+    waited=$(date +%s)
+    flock 9
+    log "the other build ended after $(( $(date +%s) - waited ))s of waiting"
+  fi
+  if complete "${BIN_DIR}"; then
+    log "cached (built by the other run): ${BIN_DIR}"
+    print_paths
+    exit 0
+  fi
+else
+  log "no flock on this machine: building without waiting for other runs"
 fi
 
 if ! command -v go >/dev/null 2>&1; then
@@ -71,7 +98,9 @@ fi
 export CGO_ENABLED=0 GOWORK=off GOTOOLCHAIN=local GOFLAGS=-mod=mod
 started=$(date +%s)
 workdir="$(mktemp -d)"
-trap 'rm -rf "${workdir}"' EXIT
+# This run's own output directory, beside the cache entry so the final move is one rename.
+build_dir="$(mktemp -d "${BIN_DIR}.partial.XXXXXX")"
+trap 'rm -rf "${workdir}" "${build_dir}"' EXIT
 cd "${workdir}"
 
 log "reading the go.mod of k8s.io/kubernetes@${KUBE_VERSION} from the module proxy"
@@ -131,8 +160,6 @@ if [[ -z "${ASSETS}" ]]; then
   go get "go.etcd.io/etcd/server/v3@${etcd_version}"
 fi
 
-rm -rf "${BIN_DIR}.partial"
-mkdir -p "${BIN_DIR}.partial"
 minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -140,18 +167,30 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 log "building ${binaries[*]} (several minutes on a cold cache)"
 for binary in "${binaries[@]}"; do
-  go build -trimpath -ldflags "${ldflags}" -o "${BIN_DIR}.partial/${binary}" "${packages[${binary}]}"
+  binary_started=$(date +%s)
+  go build -trimpath -ldflags "${ldflags}" -o "${build_dir}/${binary}" "${packages[${binary}]}"
+  log "  ${binary}: $(( $(date +%s) - binary_started ))s"
 done
 if [[ -n "${ASSETS}" ]]; then
   # Beside whatever the cache already holds for this version; a full build replaces it later.
   mkdir -p "${BIN_DIR}"
-  mv "${BIN_DIR}.partial/kube-controller-manager" "${BIN_DIR}/kube-controller-manager"
-  rm -rf "${BIN_DIR}.partial"
+  mv -f "${build_dir}/kube-controller-manager" "${BIN_DIR}/kube-controller-manager"
 else
-  cp go.mod go.sum "${BIN_DIR}.partial/"
-  rm -rf "${BIN_DIR}"
-  mv "${BIN_DIR}.partial" "${BIN_DIR}"
+  cp go.mod go.sum "${build_dir}/"
+  chmod 755 "${build_dir}"
+  # rename(2) onto a missing or empty directory: the cache entry appears whole or not at all.
+  if ! mv -T "${build_dir}" "${BIN_DIR}" 2>/dev/null; then
+    if complete "${BIN_DIR}"; then
+      log "another run put its binaries in ${BIN_DIR} first; keeping those"
+    else
+      # An incomplete entry (a controller manager built beside KUBEBUILDER_ASSETS): set it
+      # aside, move this build in, then remove the old one.
+      aside="$(mktemp -d "${BIN_DIR}.old.XXXXXX")"
+      mv -T "${BIN_DIR}" "${aside}"
+      mv -T "${build_dir}" "${BIN_DIR}"
+      rm -rf "${aside}"
+    fi
+  fi
 fi
 log "built in $(( $(date +%s) - started ))s: ${BIN_DIR}"
-echo "${BIN_DIR}/kube-controller-manager"
-echo "${ASSETS:-${BIN_DIR}}"
+print_paths

@@ -76,6 +76,14 @@ class ControlPlaneError(RuntimeError):
     """The control plane could not be built, started, or stopped as asked."""
 
 
+class PortTaken(ControlPlaneError):
+    """A port chosen free was taken before the process bound it; everything was stopped."""
+
+    def __init__(self, process: str, message: str):
+        super().__init__(message)
+        self.process = process
+
+
 def shared_dir() -> Path:
     """The upstream reference files: $GPUDIRECT_RDMA_SHARED, else ../shared beside the repo."""
     configured = os.environ.get("GPUDIRECT_RDMA_SHARED")
@@ -125,6 +133,26 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of pid (field 22 of /proc/<pid>/stat), None when it is gone: a
+    pid with the same number but another start time is another process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+@dataclass(frozen=True)
+class Health:
+    """What a state directory holds: `absent` (nothing recorded), `starting` (a live process is
+    starting it now), `running` (started to the end, every process alive) or `partial` (a start
+    that did not finish, or a process that has gone); detail says which."""
+
+    state: str
+    detail: str
+
+
 @dataclass(frozen=True)
 class Process:
     name: str
@@ -155,10 +183,19 @@ class ControlPlane:
     def _read_state(self) -> dict:
         if not self.state_file.exists():
             return {"processes": []}
-        return json.loads(self.state_file.read_text())
+        try:
+            return json.loads(self.state_file.read_text())
+        except ValueError as error:
+            raise ControlPlaneError(
+                f"{self.state_file} is not readable JSON ({error}); remove it after stopping "
+                "what still runs from this directory"
+            ) from error
 
     def _write_state(self, state: dict) -> None:
-        self.state_file.write_text(json.dumps(state, indent=2) + "\n")
+        # A new file renamed into place: a reader never sees half of it.
+        partial = self.state_file.with_suffix(".json.partial")
+        partial.write_text(json.dumps(state, indent=2) + "\n")
+        partial.replace(self.state_file)
 
     def processes(self) -> list[Process]:
         return [Process(**entry) for entry in self._read_state()["processes"]]
@@ -173,9 +210,28 @@ class ControlPlane:
     def server(self) -> str:
         return self._read_state()["server"]
 
+    def health(self) -> Health:
+        state = self._read_state()
+        processes = [Process(**entry) for entry in state["processes"]]
+        gone = [p for p in processes if not p.alive()]
+        if not state.get("ready"):
+            starter = state.get("starter") or {}
+            if starter and _start_time(starter["pid"]) == starter["start_time"]:
+                return Health("starting", f"process {starter['pid']} is starting it")
+            if not processes:
+                return Health("absent", f"no control plane recorded in {self.state_dir}")
+            alive = [p.name for p in processes if p not in gone]
+            return Health(
+                "partial",
+                "a start that did not finish left "
+                + (", ".join(alive) + " running" if alive else "its record behind"),
+            )
+        if gone:
+            return Health("partial", ", ".join(f"{p.name} (pid {p.pid})" for p in gone) + " gone")
+        return Health("running", f"running at {state['server']}")
+
     def running(self) -> bool:
-        processes = self.processes()
-        return bool(processes) and all(p.alive() for p in processes)
+        return self.health().state == "running"
 
     # -- start -----------------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> Process:
@@ -191,26 +247,37 @@ class ControlPlane:
         )
         log.close()
         process = Process(name=name, pid=child.pid, executable=argv[0])
+        # Recorded at once, so a start that fails from here on stops it too.
+        self._record(process, commands={**self._read_state().get("commands", {}), name: argv})
         # Until the child has exec'd, /proc/<pid>/cmdline still shows this Python process.
         deadline = time.monotonic() + 10
         while not process.alive() and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        self._record(process, commands={**self._read_state().get("commands", {}), name: argv})
         return process
 
-    def start(self, timeout: float = 180.0, attempts: int = 3) -> ControlPlane:
-        """Start etcd, kube-apiserver and kube-controller-manager on free ports. A port is free
-        when chosen but may be taken before the process binds it (another test run on the same
-        machine): then everything stops and starts again on new ports."""
+    def start(
+        self,
+        timeout: float = 180.0,
+        attempts: int = 3,
+        simulator: bool = False,
+        simulator_args: list[str] | None = None,
+    ) -> ControlPlane:
+        """Start etcd, kube-apiserver and kube-controller-manager on free ports, then the
+        simulator when asked. The binaries are found (or built) first; timeout counts from
+        then. A start that fails stops everything it started and leaves no record behind. A
+        partial control plane found in the state directory (a start that was killed, a process
+        that died) is stopped first. A port is free when chosen but may be taken before the
+        process binds it (another run on the same machine): then it starts again on new ports."""
         for attempt in range(1, attempts + 1):
             try:
-                return self._start_once(timeout)
-            except ControlPlaneError:
-                taken = self._port_taken_by()
-                if taken is None or attempt == attempts:
+                return self._start_once(timeout, simulator, simulator_args or [])
+            except PortTaken as error:
+                if attempt == attempts:
                     raise
-                print(f"control plane: {taken} found its port taken; starting again on new ports")
-                self.stop()
+                print(
+                    f"control plane: {error.process} found its port taken; "
+                    "starting again on new ports"
+                )
         raise AssertionError("unreachable")
 
     def _port_taken_by(self) -> str | None:
@@ -220,17 +287,48 @@ class ControlPlane:
                 return process.name
         return None
 
-    def _start_once(self, timeout: float) -> ControlPlane:
-        if self.running():
+    def _start_once(
+        self, timeout: float, simulator: bool, simulator_args: list[str]
+    ) -> ControlPlane:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        health = self.health()
+        if health.state == "running":
             raise ControlPlaneError(
                 f"a control plane already runs from {self.state_dir} (pids "
                 f"{[p.pid for p in self.processes()]}); stop it first (make cluster-down)"
             )
-        self.stop()  # leftovers of a crashed run: stop what still lives, clear the state
-        started = time.monotonic()
+        if health.state == "starting":
+            raise ControlPlaneError(
+                f"{health.detail} from {self.state_dir}; wait for it or stop it (make cluster-down)"
+            )
+        if health.state == "partial":
+            print(f"control plane: {health.detail}; stopping that and starting again")
+        self.stop()
         shared = shared_dir()
         binaries = find_binaries()
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        # The readiness clock starts now: a build on a cold cache can take longer than timeout.
+        started = time.monotonic()
+        me = {"pid": os.getpid(), "start_time": _start_time(os.getpid())}
+        self._write_state({"processes": [], "starter": me, "ready": False})
+        try:
+            self._start_processes(binaries, shared, started + timeout)
+            if simulator:
+                self._start_simulator(simulator_args)
+        except BaseException as error:
+            taken = self._port_taken_by() if isinstance(error, ControlPlaneError) else None
+            self.stop()
+            if taken is not None:
+                raise PortTaken(taken, str(error)) from error
+            if isinstance(error, Exception) and not isinstance(error, ControlPlaneError):
+                raise ControlPlaneError(
+                    f"the start failed ({type(error).__name__}: {_first_line(error)}) and was "
+                    f"undone; the processes' logs are in {self.state_dir}"
+                ) from error
+            raise
+        self._update_state(ready=True, ready_seconds=round(time.monotonic() - started, 2))
+        return self
+
+    def _start_processes(self, binaries: Binaries, shared: Path, deadline: float) -> None:
         (self.state_dir / ".gitignore").write_text("*\n")
         for leftover in ("etcd", "audit.log"):
             path = self.state_dir / leftover
@@ -248,13 +346,10 @@ class ControlPlane:
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         peer_url = f"http://127.0.0.1:{peer_port}"
-        self._write_state(
-            {
-                "processes": [],
-                "server": f"https://127.0.0.1:{api_port}",
-                "binaries": str(binaries.directory),
-                "controller_manager": str(binaries.controller_manager),
-            }
+        self._update_state(
+            server=f"https://127.0.0.1:{api_port}",
+            binaries=str(binaries.directory),
+            controller_manager=str(binaries.controller_manager),
         )
         self._spawn(
             "etcd",
@@ -270,7 +365,7 @@ class ControlPlane:
                 "--log-level=warn",
             ],
         )
-        self._wait_http(f"{etcd_url}/health", None, started + timeout, "etcd")
+        self._wait_http(f"{etcd_url}/health", None, deadline, "etcd")
 
         self._spawn(
             "kube-apiserver",
@@ -305,13 +400,11 @@ class ControlPlane:
         self.write_kubeconfig(
             self.controller_manager_kubeconfig, CONTROLLER_MANAGER_USER, [MASTERS]
         )
-        self._wait_http(f"{self.server}/readyz", harness_cert, started + timeout, "kube-apiserver")
+        self._wait_http(f"{self.server}/readyz", harness_cert, deadline, "kube-apiserver")
         crds = crd_files(shared) + harness_crd_files()
-        load_crds(self.harness_kubeconfig, crds, deadline=started + timeout)
+        load_crds(self.harness_kubeconfig, crds, deadline=deadline)
         # After the CRDs, so the garbage collector's first discovery already sees their kinds.
-        self._start_controller_manager(binaries.controller_manager, deadline=started + timeout)
-        self._update_state(ready_seconds=round(time.monotonic() - started, 2))
-        return self
+        self._start_controller_manager(binaries.controller_manager, deadline=deadline)
 
     def _start_controller_manager(self, executable: Path, deadline: float) -> None:
         """Start kube-controller-manager with the namespace and garbage-collector controllers and
@@ -412,7 +505,7 @@ class ControlPlane:
             if client_cert is not None:
                 context.load_cert_chain(client_cert.cert, client_cert.key)
         last_error = "no answer yet"
-        while time.monotonic() < deadline:
+        while True:
             self._check_alive(what)
             try:
                 with urllib.request.urlopen(url, context=context, timeout=2) as answer:  # noqa: S310
@@ -421,8 +514,13 @@ class ControlPlane:
                     last_error = f"HTTP {answer.status}"
             except (urllib.error.URLError, OSError) as error:
                 last_error = str(error)
+            # Asked at least once, however late the deadline came.
+            if time.monotonic() >= deadline:
+                break
             time.sleep(0.2)
-        raise ControlPlaneError(f"{what} not ready at {url}: {last_error}")
+        raise ControlPlaneError(
+            f"{what} not ready at {url}: {last_error}; see {self.state_dir / (what + '.log')}"
+        )
 
     def write_kubeconfig(self, path: Path, user: str, groups: list[str]) -> KeyPair:
         """Issue a client certificate for user in groups, write a kubeconfig that uses it at
@@ -457,9 +555,7 @@ class ControlPlane:
         return pair
 
     # -- extra processes (the simulator) ---------------------------------------------------
-    def start_simulator(
-        self, extra_args: list[str] | None = None, timeout: float = 30.0
-    ) -> Process:
+    def _start_simulator(self, extra_args: list[str], timeout: float = 30.0) -> Process:
         """Start python -m tests.simulator and wait for its first tick (the marketplace's
         CatalogSources reported READY)."""
         process = self._spawn(
@@ -470,7 +566,7 @@ class ControlPlane:
                 "tests.simulator",
                 "--kubeconfig",
                 str(self.simulator_kubeconfig),
-                *(extra_args or []),
+                *extra_args,
             ],
             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         )
@@ -488,7 +584,10 @@ class ControlPlane:
             if any((s.get("status") or {}).get("connectionState") for s in sources):
                 return process
             time.sleep(0.2)
-        raise ControlPlaneError(f"the simulator did not start within {timeout}s")
+        raise ControlPlaneError(
+            f"the simulator did not report the CatalogSources within {timeout}s; see "
+            f"{self.state_dir / 'simulator.log'}"
+        )
 
     # -- faults ----------------------------------------------------------------------------
     def kill(self, name: str) -> Process:
@@ -540,7 +639,12 @@ class ControlPlane:
     def stop(self, timeout: float = 20.0) -> list[Process]:
         """Stop the processes this state directory recorded, newest first; return them."""
         stopped = []
-        for process in reversed(self.processes()):
+        try:
+            recorded = self.processes()
+        except ControlPlaneError as error:
+            print(f"control plane: {error}; nothing recorded can be stopped", file=sys.stderr)
+            recorded = []
+        for process in reversed(recorded):
             if not process.alive():
                 continue
             os.kill(process.pid, signal.SIGTERM)
@@ -559,12 +663,16 @@ class ControlPlane:
 def started(state_dir: Path):
     """A control plane with the simulator for the length of a with-block."""
     plane = ControlPlane(state_dir)
-    plane.start()
+    plane.start(simulator=True)
     try:
-        plane.start_simulator()
         yield plane
     finally:
         plane.stop()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else "no message"
 
 
 def api_client(kubeconfig: Path):

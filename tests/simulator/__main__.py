@@ -7,8 +7,13 @@ import logging
 import signal
 import sys
 import threading
+from pathlib import Path
 
+import urllib3
 import yaml
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+from kubernetes.config import ConfigException
 
 from tests.harness.controlplane import DEFAULT_STATE_DIR, api_client
 from tests.simulator import build_simulator
@@ -40,8 +45,59 @@ def main(argv: list[str] | None = None) -> int:
     knobs = commands.add_parser("knobs", help="set the knobs (YAML or JSON mapping)")
     knobs.add_argument("mapping")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
 
-    client = api_client(args.kubeconfig)
+
+class UserError(Exception):
+    """Something on the user's side stops the simulator: said in one line, no traceback."""
+
+
+def connect(kubeconfig: str) -> k8s.ApiClient:
+    """An API client for kubeconfig once the server behind it has answered; UserError when the
+    file is missing or empty or the server does not answer."""
+    path = Path(kubeconfig)
+    if not path.is_file() or not path.read_text().strip():
+        raise UserError(
+            f"no kubeconfig at {path} (missing or empty): start the local control plane first "
+            "(make cluster-up), or pass --kubeconfig"
+        )
+    try:
+        api = api_client(path)
+    except ConfigException as error:
+        raise UserError(f"{path} is not a usable kubeconfig: {error}") from error
+    try:
+        k8s.VersionApi(api).get_code(_request_timeout=5)
+    except urllib3.exceptions.HTTPError as error:
+        raise UserError(unreachable(api, error)) from error
+    return api
+
+
+def unreachable(api: k8s.ApiClient, error: Exception) -> str:
+    reason = getattr(error, "reason", None) or error
+    text = str(reason).strip().splitlines()[0] if str(reason).strip() else type(reason).__name__
+    return (
+        f"the API server at {api.configuration.host} does not answer ({text}): is the local "
+        "control plane running? (make cluster-status; make cluster-up starts it)"
+    )
+
+
+def _run(args) -> int:
+    client = connect(args.kubeconfig)
+    try:
+        return _command(args, client)
+    except urllib3.exceptions.HTTPError as error:
+        raise UserError(unreachable(client, error)) from error
+    except ApiException as error:
+        raise UserError(
+            f"the API server refused a request: {error.status} {error.reason}"
+        ) from error
+
+
+def _command(args, client: k8s.ApiClient) -> int:
     if args.command == "nodes":
         link_type = "ib" if args.fabric == "infiniband" else "eth"
         default_nic = "ibs2f0" if args.fabric == "infiniband" else "ens8f0np0"

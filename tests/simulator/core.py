@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import urllib3
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -152,11 +153,25 @@ class Simulator:
                 log.debug("%s: %s %s", controller.name, error.status, error.reason)
 
     def run(self, stop: threading.Event) -> None:
+        unreachable_since = None
         while not stop.is_set():
             try:
                 self.tick()
+            except urllib3.exceptions.HTTPError as error:
+                # The API server went away (a fault test kills it): one line, then quiet until
+                # it answers again.
+                if unreachable_since is None:
+                    unreachable_since = time.monotonic()
+                    log.warning("API server unreachable (%s); retrying every tick", error)
             except Exception:  # the loop must outlive one bad tick; the log says what broke
                 log.exception("tick failed")
+            else:
+                if unreachable_since is not None:
+                    log.warning(
+                        "API server answers again after %.1fs",
+                        time.monotonic() - unreachable_since,
+                    )
+                    unreachable_since = None
             stop.wait(self.interval)
 
     def start_thread(self) -> tuple[threading.Thread, threading.Event]:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 
 import pytest
+import yaml
 
 from tests.harness.audit import AuditLog
-from tests.harness.controlplane import crd_files
+from tests.harness.controlplane import REPO_ROOT, crd_files
 from tests.simulator.catalog import load_catalog
 from tests.simulator.core import DEFAULT_KNOBS, merge
 from tests.simulator.nodes import HARDWARE_ANNOTATION, Hardware, Nic, node_object
@@ -137,3 +142,110 @@ def test_node_object_describes_its_hardware():
     macs = [n["mac"] for n in hardware["nics"]]
     assert len(set(macs)) == 2 and all(len(m.split(":")) == 6 for m in macs)
     assert node["metadata"]["labels"]["feature.node.kubernetes.io/pci-10de.present"] == "true"
+
+
+# -- one line, no traceback, on a user's path ------------------------------------------------
+
+
+def _python_module(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def _kubeconfig(path, server: str) -> str:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize("content", [None, "", "\n"])
+@pytest.mark.parametrize("command", [["nodes"], ["knobs", "{}"], ["run"]])
+def test_the_simulator_without_a_kubeconfig_says_so_in_one_line(tmp_path, content, command):
+    kubeconfig = tmp_path / "simulator.kubeconfig"
+    if content is not None:
+        kubeconfig.write_text(content)
+    result = _python_module("tests.simulator", "--kubeconfig", str(kubeconfig), *command)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"error: no kubeconfig at {kubeconfig} (missing or empty): start the local control plane "
+        "first (make cluster-up), or pass --kubeconfig\n"
+    )
+
+
+@pytest.mark.parametrize("command", [["nodes"], ["run"]])
+def test_the_simulator_with_a_dead_api_server_says_so_in_one_line(tmp_path, command):
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    kubeconfig = _kubeconfig(tmp_path / "k", f"https://127.0.0.1:{port}")
+    result = _python_module("tests.simulator", "--kubeconfig", kubeconfig, *command)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(
+        f"error: the API server at https://127.0.0.1:{port} does not answer ("
+    )
+    assert "Connection refused" in lines[0]
+    assert lines[0].endswith(
+        "is the local control plane running? (make cluster-status; make cluster-up starts it)"
+    )
+
+
+def test_the_simulator_with_a_kubeconfig_that_is_not_one_says_so(tmp_path):
+    kubeconfig = tmp_path / "k"
+    kubeconfig.write_text("just: text\n")
+    result = _python_module("tests.simulator", "--kubeconfig", str(kubeconfig), "nodes")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: {kubeconfig} is not a usable kubeconfig: ")
+    assert "Traceback" not in result.stderr
+
+
+def test_harness_status_of_an_empty_directory_is_absent(tmp_path):
+    result = _python_module("tests.harness", "status", "--state-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stdout == (
+        f"absent: no control plane recorded in {tmp_path}; start one with `make cluster-up`\n"
+    )
+
+
+def test_harness_with_an_unreadable_state_file_says_so_in_one_line(tmp_path):
+    (tmp_path / "state.json").write_text('{"processes": [')
+    status = _python_module("tests.harness", "status", "--state-dir", str(tmp_path))
+    assert status.returncode == 1
+    assert status.stderr.startswith(f"error: {tmp_path / 'state.json'} is not readable JSON (")
+    assert len(status.stderr.splitlines()) == 1
+    down = _python_module("tests.harness", "down", "--state-dir", str(tmp_path))
+    assert down.returncode == 0
+    assert "nothing recorded can be stopped" in down.stderr
+    assert down.stdout == "stopped: nothing\n"
+    assert not (tmp_path / "state.json").exists()
+
+
+def test_harness_status_of_a_record_whose_processes_are_gone_is_partial(tmp_path):
+    record = {"name": "etcd", "pid": 2**22 + 1, "executable": "/nonexistent/etcd"}
+    state = {"processes": [record], "ready": True, "server": "https://127.0.0.1:1"}
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    result = _python_module("tests.harness", "status", "--state-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"etcd                     pid {2**22 + 1:<8} gone",
+        f"partial: etcd (pid {2**22 + 1}) gone; `make cluster-up` stops what is left and starts "
+        "again, `make cluster-down` only stops it",
+    ]
