@@ -1,4 +1,4 @@
-"""Write plugins/plugin_utils/releases.py from the operators' release data in ../shared.
+"""Write plugins/module_utils/releases.py from the operators' release data in ../shared.
 
 The release data files stay in ../shared; only the facts the collection needs (OLM channels,
 CSV names, NicClusterPolicy component images and versions, the GPU Operator's default

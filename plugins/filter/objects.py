@@ -73,7 +73,7 @@ _value:
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (  # noqa: E402
     build_objects,
     component_objects,
     select_part,

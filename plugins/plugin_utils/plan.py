@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import REGISTRY_SECRET_NAME
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.releases import (
     GPU_OPERATOR_RELEASES,
     LATEST_GPU_OPERATOR,
     LATEST_NETWORK_OPERATOR,

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import OLM_KINDS, component_of
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import OLM_KINDS, component_of
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     GPU_OPERATOR,
     MACHINE_CONFIG,
     METHOD_COMPONENTS,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import verify
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import verify
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INVENTORIES = REPO_ROOT / "inventories"

@@ -23,7 +23,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.converged impor
     work_on_read,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import to_gate
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import build_objects
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import build_objects
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import inputs
 

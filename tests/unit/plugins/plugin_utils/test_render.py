@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import build_objects
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import build_objects
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import (
     MARKER,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = (
-    Path(__file__).resolve().parents[4] / "plugins" / "plugin_utils" / "builders" / "verify_test.sh"
+    Path(__file__).resolve().parents[4] / "plugins" / "plugin_utils" / "verify_test.sh"
 )
 
 

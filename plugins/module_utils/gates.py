@@ -7,7 +7,7 @@ gate is written here once.
 
 from __future__ import annotations
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     GPU_OPERATOR,
     MACHINE_CONFIG,
     METHOD_COMPONENTS,
@@ -15,7 +15,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common imp
     NFD,
     SRIOV_NETWORK_OPERATOR,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.machine_config import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.machine_config import (
     machine_configs,
 )
 

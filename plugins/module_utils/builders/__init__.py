@@ -7,7 +7,7 @@ configuration in apply order; each object carries the ownership labels of common
 
 from __future__ import annotations
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
     gpu,
     machine_config,
     network_operator,
@@ -16,7 +16,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
     olm,
     sriov,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     COMPONENT_LABEL,
     GPU_OPERATOR,
     MACHINE_CONFIG,

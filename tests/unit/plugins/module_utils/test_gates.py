@@ -1,4 +1,4 @@
-"""The steps' gates: one place (plugin_utils/gates.py) that the roles wait on and the converged
+"""The steps' gates: one place (module_utils/gates.py) that the roles wait on and the converged
 check observes; the filters over it check their arguments."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     incomplete_gates,
     to_gate,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import component_objects
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.gates import COMPONENTS, gates_for
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import component_objects
+from ansible_collections.gpudirect.rdma.plugins.module_utils.gates import COMPONENTS, gates_for
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import NAMES, inputs
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     GPU_OPERATOR,
     alm_example,
     new_object,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import GPU_OPERATOR_RELEASES
+from ansible_collections.gpudirect.rdma.plugins.module_utils.releases import GPU_OPERATOR_RELEASES
 
 NAME = "gpu-cluster-policy"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import new_object
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import new_object
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.perftest import PerftestError, parse
 
 COMPONENT = "verify"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     MACHINE_CONFIG,
     new_object,
 )

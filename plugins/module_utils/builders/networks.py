@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     METHOD_COMPONENTS,
     new_object,
     rail_ipam,

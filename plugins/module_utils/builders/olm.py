@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     GPU_OPERATOR,
     NETWORK_OPERATOR,
     NFD,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
     COMPONENTS,
     build_objects,
     component_objects,

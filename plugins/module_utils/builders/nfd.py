@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     NFD,
     alm_example,
     new_object,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     NETWORK_OPERATOR,
     NVIDIA_VENDOR,
     image,

@@ -3,7 +3,7 @@ and networks (one per rail)."""
 
 from __future__ import annotations
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     METHOD_COMPONENTS,
     NVIDIA_VENDOR,
     SRIOV_NETWORK_OPERATOR,
