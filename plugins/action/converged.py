@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.converged import work_on_read
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import prune_scope
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
     COMPONENTS,
     OLM_KINDS,
@@ -28,6 +25,9 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.olm import subscription
 from ansible_collections.gpudirect.rdma.plugins.module_utils.gates import COMPONENTS as STEPS
 from ansible_collections.gpudirect.rdma.plugins.module_utils.gates import gates_for
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.converged import work_on_read
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import prune_scope
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
     OPERATORS,
     PlanError,

@@ -61,8 +61,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.module_utils.gates import gates_for  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 
 
 def gates(plan, component, min_nodes=None, removed_machine_configs=None):

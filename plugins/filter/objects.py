@@ -72,12 +72,12 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (  # noqa: E402
     build_objects,
     component_objects,
     select_part,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 
 
 def objects(plan, component=None, csvs=None, part="all"):

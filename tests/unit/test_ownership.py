@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import STAGES
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
     COMPONENTS,
     build_objects,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import STAGES
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils import verify
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import NAMES, bandwidth_pods, inputs

@@ -14,6 +14,14 @@ import pytest
 import yaml
 
 from ansible_collections.gpudirect.rdma.plugins.action.converged import reader_options
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
+    COMPONENTS,
+    build_objects,
+    component_objects,
+    select_part,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.gates import COMPONENTS as STEPS
+from ansible_collections.gpudirect.rdma.plugins.module_utils.gates import gates_for
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     MANAGED_BY,
@@ -35,14 +43,6 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import STAGES, Remover
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.secrets import registry_secret
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import Gate, observe, to_gate
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
-    COMPONENTS,
-    build_objects,
-    component_objects,
-    select_part,
-)
-from ansible_collections.gpudirect.rdma.plugins.module_utils.gates import COMPONENTS as STEPS
-from ansible_collections.gpudirect.rdma.plugins.module_utils.gates import gates_for
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import crd_files, harness_crd_files
 from tests.unit.inventories import NAMES, bandwidth_pods, inputs

@@ -16,6 +16,7 @@ from ansible_collections.gpudirect.rdma.plugins.action.converged import (
     reader_options,
     role_settings,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import build_objects
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import key_of
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import FIELD_MANAGER
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.converged import (
@@ -23,7 +24,6 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.converged impor
     work_on_read,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import to_gate
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import build_objects
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import inputs
 

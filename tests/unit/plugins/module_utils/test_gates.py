@@ -8,12 +8,12 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpudirect.rdma.plugins.filter.gates import gates
 from ansible_collections.gpudirect.rdma.plugins.filter.prune_scope import prune_scope
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import component_objects
+from ansible_collections.gpudirect.rdma.plugins.module_utils.gates import COMPONENTS, gates_for
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     incomplete_gates,
     to_gate,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import component_objects
-from ansible_collections.gpudirect.rdma.plugins.module_utils.gates import COMPONENTS, gates_for
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import NAMES, inputs
 
