@@ -28,7 +28,7 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / ".collections"))
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (  # noqa: E402
     build_objects,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (  # noqa: E402

@@ -1,33 +1,19 @@
-"""The gates of each step: what must hold on the cluster before site.yml moves on.
+"""The gates of the steps: what must hold on the cluster before the next step runs.
 
-Pure functions from a plan to gates in the options format of the gpudirect.rdma.wait module.
-The roles wait on them, and the converged check of site.yml observes all of them at once, so a
-gate is written here once.
+Pure functions from a plan to gates in the options format of the gpudirect.rdma.wait module
+(wait.GATE_OPTIONS); the step table (steps.py) names each step's gates, the engine waits on them
+(or, checking whether the cluster is converged, reads them once), and uninstall waits on the
+ones that say a removal has been rolled out.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
-    GPU_OPERATOR,
-    MACHINE_CONFIG,
-    METHOD_COMPONENTS,
-    NETWORK_OPERATOR,
-    NFD,
-    SRIOV_NETWORK_OPERATOR,
-)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.machine_config import (
     machine_configs,
 )
-
-NFD_GPU_LABEL = "feature.node.kubernetes.io/pci-10de.present"
-NFD_NIC_LABEL = "feature.node.kubernetes.io/pci-15b3.present"
-COMPONENTS = (
-    NFD,
-    SRIOV_NETWORK_OPERATOR,
-    NETWORK_OPERATOR,
-    MACHINE_CONFIG,
-    GPU_OPERATOR,
-    *METHOD_COMPONENTS.values(),
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nfd import (
+    GPU_LABEL,
+    NIC_LABEL,
 )
 
 
@@ -38,13 +24,13 @@ def nfd_gates(plan: dict, min_nodes: int = 1) -> list[dict]:
             "gate": "NFD labels NVIDIA GPU + NIC nodes",
             "api_version": "v1",
             "kind": "Node",
-            "label_selector": f"{NFD_GPU_LABEL}=true,{NFD_NIC_LABEL}=true",
+            "label_selector": f"{GPU_LABEL}=true,{NIC_LABEL}=true",
             "min_count": min_nodes,
-            "path": ["metadata", "labels", NFD_NIC_LABEL],
+            "path": ["metadata", "labels", NIC_LABEL],
             "equals": "true",
             "hint": (
                 f"oc -n {namespace} get pods,nodefeaturediscovery; "
-                f"oc get nodes -L {NFD_GPU_LABEL},{NFD_NIC_LABEL}"
+                f"oc get nodes -L {GPU_LABEL},{NIC_LABEL}"
             ),
         }
     ]
@@ -94,36 +80,59 @@ def machine_config_gates(plan: dict, removed: list[str] | None = None) -> list[d
     """The pool renders the plan's MachineConfigs and none of the removed ones, then reports
     Updated; no gate when the plan has none and none were removed (the pool is not touched)."""
     names = [obj["metadata"]["name"] for obj in machine_configs(plan)]
-    removed = list(removed or [])
     if not names and not removed:
         return []
-    pool = plan["machine_configs"]["role"]
+    return pool_gates(plan["machine_configs"]["role"], names, removed or [])
+
+
+def pool_gates(pool: str | None, names: list[str], removed: list[str]) -> list[dict]:
+    """A MachineConfigPool (every pool when pool is None) renders names and none of removed,
+    then reports Updated."""
+    which = f"MachineConfigPool {pool}" if pool else "MachineConfigPools"
     hint = (
-        f"oc get mcp {pool}; oc get nodes -l node-role.kubernetes.io/{pool}; "
-        "oc -n openshift-machine-config-operator logs deploy/machine-config-controller"
+        (f"oc get mcp {pool}; oc get nodes -l node-role.kubernetes.io/{pool}; " if pool else "")
+        + ("" if pool else "oc get mcp; ")
+        + "oc -n openshift-machine-config-operator logs deploy/machine-config-controller"
     )
-    where = {
-        "api_version": "machineconfiguration.openshift.io/v1",
-        "kind": "MachineConfigPool",
-        "name": pool,
-    }
+    where = {"api_version": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool"}
+    if pool:
+        where["name"] = pool
+    renders = "renders the MachineConfigs" if names else "no longer render the MachineConfigs"
     return [
         {
-            "gate": f"MachineConfigPool {pool} renders the MachineConfigs",
+            "gate": f"{which} {renders}",
             **where,
             "path": ["status", "configuration", "source"],
-            "includes": names,
-            "excludes": removed,
+            "includes": list(names),
+            "excludes": list(removed),
             "hint": hint,
         },
         {
-            "gate": f"MachineConfigPool {pool} updated",
+            "gate": f"{which} updated",
             **where,
             "path": ["status", "conditions", "type=Updated", "status"],
             "equals": "True",
             "hint": hint,
         },
     ]
+
+
+def node_states_synced(namespace: str, while_: str = "VFs are created") -> dict:
+    """Every SR-IOV node state in namespace has synced its node to the policies (Failed stops
+    the wait)."""
+    return {
+        "gate": "SR-IOV node states synced",
+        "api_version": "sriovnetwork.openshift.io/v1",
+        "kind": "SriovNetworkNodeState",
+        "namespace": namespace,
+        "path": ["status", "syncStatus"],
+        "equals": "Succeeded",
+        "fail_on": ["Failed"],
+        "hint": (
+            f"oc -n {namespace} get sriovnetworknodestates -o yaml (status.lastSyncError); "
+            f"nodes drain and reboot while {while_}"
+        ),
+    }
 
 
 def method_gates(plan: dict) -> list[dict]:
@@ -160,41 +169,6 @@ def method_gates(plan: dict) -> list[dict]:
             }
         )
     if plan["method"] == "sriov_legacy":
-        sriov_namespace = plan["operators"]["sriov_network_operator"]["namespace"]
-        gates.append(
-            {
-                "gate": "SR-IOV node states synced",
-                "api_version": "sriovnetwork.openshift.io/v1",
-                "kind": "SriovNetworkNodeState",
-                "namespace": sriov_namespace,
-                "path": ["status", "syncStatus"],
-                "equals": "Succeeded",
-                "fail_on": ["Failed"],
-                "hint": (
-                    f"oc -n {sriov_namespace} get sriovnetworknodestates -o yaml "
-                    "(status.lastSyncError); nodes drain and reboot while VFs are created"
-                ),
-            }
-        )
+        sriov = plan["operators"]["sriov_network_operator"]["namespace"]
+        gates.append(node_states_synced(sriov))
     return gates
-
-
-def gates_for(
-    plan: dict, component: str, min_nodes: int = 1, removed_machine_configs: list | None = None
-) -> list[dict]:
-    """The gates that must hold once component is applied. The SR-IOV Network Operator's step
-    has none of its own (its node states are the method's gate), nor has an RDMA method's
-    component that the plan does not use."""
-    if component == NFD:
-        return nfd_gates(plan, min_nodes)
-    if component == NETWORK_OPERATOR:
-        return network_operator_gates(plan)
-    if component == GPU_OPERATOR:
-        return gpu_operator_gates(plan)
-    if component == MACHINE_CONFIG:
-        return machine_config_gates(plan, removed_machine_configs)
-    if component == METHOD_COMPONENTS[plan["method"]]:
-        return method_gates(plan)
-    if component == SRIOV_NETWORK_OPERATOR or component in METHOD_COMPONENTS.values():
-        return []
-    raise ValueError(f"component: got {component!r}; expected one of {', '.join(COMPONENTS)}")

@@ -14,13 +14,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import REGISTRY_SECRET_NAME
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.sriov import (
+    MAX_VFS_INFINIBAND,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.releases import (
     GPU_OPERATOR_RELEASES,
     LATEST_GPU_OPERATOR,
     LATEST_NETWORK_OPERATOR,
     NETWORK_OPERATOR_RELEASES,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import REGISTRY_SECRET_NAME
 
 PREFIX = "gpudirect_rdma_"
 
@@ -42,7 +45,6 @@ INTERFACE_KEYS = (
 )
 MAX_RAILS = 32
 MAX_VFS = 127
-MAX_VFS_INFINIBAND = 16
 MTU_LIMITS = {"roce": (576, 9216), "infiniband": (576, 65520)}
 # One udev rule is about 135 bytes once base64-encoded; the MachineConfig carrying them must stay
 # well under the API server's 1.5 MiB request limit.

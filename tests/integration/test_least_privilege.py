@@ -20,7 +20,7 @@ import yaml
 from kubernetes import dynamic
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import build_objects
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import (

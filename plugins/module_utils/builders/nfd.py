@@ -19,6 +19,9 @@ sources:
     deviceLabelFields: ["vendor"]
 """
 OPERAND_IMAGE_ENV = "NODE_FEATURE_DISCOVERY_IMAGE"
+# The labels NFD then puts on nodes with an NVIDIA GPU, an NVIDIA (Mellanox) NIC.
+GPU_LABEL = "feature.node.kubernetes.io/pci-10de.present"
+NIC_LABEL = "feature.node.kubernetes.io/pci-15b3.present"
 
 
 def operand_image_from_csv(csv: dict | None) -> str | None:

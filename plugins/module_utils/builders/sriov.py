@@ -12,6 +12,8 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 )
 
 API_VERSION = "sriovnetwork.openshift.io/v1"
+# The SR-IOV Network Operator allows at most this many VFs per PF on InfiniBand.
+MAX_VFS_INFINIBAND = 16
 
 
 def sriov_operator_config(plan: dict) -> dict:

@@ -10,41 +10,28 @@ rail's resource on the same nodes) share one read per poll.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
 
-_QUANTITY = re.compile(r"^([0-9]+)([kKMGTPE]i?)?$")
-_UNITS = {
-    "k": 10**3,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
+try:
+    from kubernetes.utils import parse_quantity
+except ImportError:  # pragma: no cover - client.Cluster reports the missing package
+    parse_quantity = None
+
 MISSING = object()
 
 
-def quantity(value) -> int | None:
-    """A Kubernetes quantity as an integer (whole numbers and binary/decimal suffixes)."""
+def quantity(value):
+    """A Kubernetes quantity as a number (kubernetes.utils.parse_quantity: 8, 2Ki, 1.5Gi, 500m),
+    or None when it is none."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    match = _QUANTITY.match(str(value))
-    if not match:
+    try:
+        return parse_quantity(value)
+    except (ValueError, TypeError):
         return None
-    return int(match.group(1)) * _UNITS.get(match.group(2) or "", 1)
 
 
 def lookup(obj, path: list[str]):

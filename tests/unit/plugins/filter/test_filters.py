@@ -52,8 +52,8 @@ def test_kustomize_tree_lays_out_components(plan):
         "nfd",
         "sriov-network-operator",
         "network-operator",
-        "gpu-operator",
         "machine-config",
+        "gpu-operator",
         "sriov-legacy",
     ]
 

@@ -17,12 +17,14 @@ import pytest
 import yaml
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
-    COMPONENTS,
-    build_objects,
-    component_objects,
     gpu,
     machine_config,
     nfd,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
+    build_objects,
+    component_objects,
+    components,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import to_yaml
@@ -293,7 +295,7 @@ def test_every_object_carries_the_ownership_labels():
         for obj in objects_of(name):
             labels = obj["metadata"]["labels"]
             assert labels["app.kubernetes.io/managed-by"] == "gpudirect.rdma"
-            assert labels["gpudirect.rdma/component"] in COMPONENTS
+            assert labels["gpudirect.rdma/component"] in components()
 
 
 def test_machine_configs_are_opt_in():

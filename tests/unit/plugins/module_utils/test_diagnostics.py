@@ -25,13 +25,13 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics imp
     server_of,
     write_archive,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     Gate,
     GateFailed,
     GateTimeout,
     wait_for,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import managed_kinds
 
 WHEN = datetime(2025, 6, 1, 12, 0, 0, tzinfo=timezone.utc)  # noqa: UP017 - as the engine
 LABELS = {"app.kubernetes.io/managed-by": "gpudirect.rdma"}
@@ -500,7 +500,7 @@ def test_the_archive_holds_the_summary_first_and_is_for_its_owner_only(cluster, 
 
 def test_every_managed_kind_is_read_and_never_a_secret():
     read = {(api_version, kind): scope for api_version, kind, scope in kinds_to_read()}
-    for api_version, kind, _stage in MANAGED_KINDS:
+    for api_version, kind in managed_kinds():
         # The registry pull Secret is the collection's too, and still never read.
         assert ((api_version, kind) in read) == (kind != "Secret"), kind
     assert not [kind for _api_version, kind in read if kind == "Secret"]
