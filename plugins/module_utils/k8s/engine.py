@@ -175,9 +175,11 @@ class Engine:
             return []
         stable = settings.get("stable_seconds", 0)
         if self.check_mode and stable:
-            # Held for that long, read after read, as the real run would ask.
+            # Held for that long, read after read, as the real run would ask; the reads take
+            # time too, so the gates get twice that (and a second) to show it.
             try:
-                wait_for(self.cluster, gates, timeout=stable, stable_for=stable, sleep=self.sleep)
+                timeout = 2 * stable + 1
+                wait_for(self.cluster, gates, timeout=timeout, stable_for=stable, sleep=self.sleep)
             except (GateTimeout, GateFailed) as error:
                 self.work.append(str(error))
                 return [{"gate": g.name, "met": False} for g in gates]
