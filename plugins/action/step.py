@@ -43,7 +43,9 @@ def check_setting(variable: str, key: str, value):
     """value as the engine's setting key wants it, or SettingError naming variable."""
     kind, low, unit = SETTING_KINDS[key]
     expected = (
-        f"a whole number of {low} or more" if kind is int else f"a number of {unit}, {low} or more"
+        f"a whole number of {low} or more"
+        if kind is int
+        else f"a number of {unit} of {low} or more"
     )
     try:
         number = kind(str(value).strip()) if not isinstance(value, bool) else None

@@ -378,8 +378,8 @@ def test_a_method_role_refuses_a_plan_of_another_method():
             "network_operator_ready_stable_seconds",
             "stable_seconds",
             -1,
-            "network_operator_ready_stable_seconds: got -1; expected a number of seconds, "
-            "0 or more",
+            "network_operator_ready_stable_seconds: got -1; expected a number of seconds "
+            "of 0 or more",
         ),
         (
             "gpu_operator_ready_timeout",
