@@ -110,24 +110,25 @@ def connected(options_of) -> list[str]:
     return sorted(name for name, options in options_of.items() if options >= AUTH_OPTIONS)
 
 
-def group_entries(runtime: dict, group: str) -> tuple[list[str], list[dict]]:
-    """The action names and the metadata entries of one action group."""
-    entries = runtime["action_groups"][group]
-    return (
-        [entry for entry in entries if isinstance(entry, str)],
-        [entry["metadata"] for entry in entries if isinstance(entry, dict)],
-    )
+def group_actions(runtime: dict, group: str) -> list[str]:
+    """The action names of one action group."""
+    return [entry for entry in runtime["action_groups"][group] if isinstance(entry, str)]
 
 
-def test_the_modules_that_take_connection_options_are_found(connected):
-    # The derivation itself: a module built on the collection's client takes them, one that
-    # reaches no cluster does not (a derivation that found none or all would prove nothing).
-    assert "wait" in connected
-    assert "manifest_tree" in MODULES and "manifest_tree" not in connected
+def group_metadata(runtime: dict, group: str) -> list[dict]:
+    """The metadata entries of one action group."""
+    return [
+        entry["metadata"] for entry in runtime["action_groups"][group] if isinstance(entry, dict)
+    ]
+
+
+def test_the_derivation_finds_modules_that_take_connection_options(connected):
+    # The group tests below compare against this list: an empty one would prove nothing.
+    assert connected, "no module of plugins/modules takes kubernetes.core's connection options"
 
 
 def test_the_k8s_group_names_exactly_the_modules_that_take_connection_options(connected):
-    actions, _metadata = group_entries(RUNTIME, GROUP)
+    actions = group_actions(RUNTIME, GROUP)
     assert len(actions) == len(set(actions)), f"a module is named twice in {GROUP}: {actions}"
     missing = sorted(set(connected) - set(actions))
     unknown = sorted(set(actions) - set(MODULES))
@@ -146,30 +147,24 @@ def test_the_k8s_group_names_exactly_the_modules_that_take_connection_options(co
     )
 
 
+def doc_fragments(name: str) -> list[str]:
+    """The doc fragments module `name`'s DOCUMENTATION extends."""
+    module = importlib.import_module(f"ansible_collections.gpudirect.rdma.plugins.modules.{name}")
+    return yaml.safe_load(module.DOCUMENTATION).get("extends_documentation_fragment") or []
+
+
 def test_every_module_of_the_group_documents_them_with_kubernetes_core_fragment(connected):
-    lacking = [
-        name
-        for name in connected
-        if AUTH_FRAGMENT
-        not in (
-            yaml.safe_load(
-                importlib.import_module(
-                    f"ansible_collections.gpudirect.rdma.plugins.modules.{name}"
-                ).DOCUMENTATION
-            ).get("extends_documentation_fragment")
-            or []
-        )
-    ]
+    lacking = [name for name in connected if AUTH_FRAGMENT not in doc_fragments(name)]
     assert not lacking, f"modules whose DOCUMENTATION does not extend {AUTH_FRAGMENT}: {lacking}"
 
 
 def test_the_group_extends_kubernetes_core_k8s_group():
-    _actions, metadata = group_entries(RUNTIME, GROUP)
-    assert metadata == [{"extend_group": ["kubernetes.core.k8s"]}]
-    core_actions, _ = group_entries(KUBERNETES_CORE_RUNTIME, "k8s")
-    assert {"k8s", "k8s_info"} <= set(core_actions)
+    assert group_metadata(RUNTIME, GROUP) == [{"extend_group": ["kubernetes.core.k8s"]}]
+    assert {"k8s", "k8s_info"} <= set(group_actions(KUBERNETES_CORE_RUNTIME, "k8s"))
 
 
+# ansible-core's own resolution, as it runs when a play with module_defaults is loaded
+# (Base._resolve_group): the play keeps the group's actions and each action's groups.
 RESOLVE = """
 import json, sys
 from ansible import constants as C
@@ -203,8 +198,8 @@ def test_ansible_core_resolves_the_group_to_these_modules_and_kubernetes_core_on
     assert result.returncode == 0, result.stderr
     assert "[WARNING]" not in result.stderr, result.stderr  # e.g. malformed group metadata
     resolved = json.loads(result.stdout)
-    actions, _ = group_entries(RUNTIME, GROUP)
-    core_actions, _ = group_entries(KUBERNETES_CORE_RUNTIME, "k8s")
+    actions = group_actions(RUNTIME, GROUP)
+    core_actions = group_actions(KUBERNETES_CORE_RUNTIME, "k8s")
     expected = {f"{FQCN}.{name}" for name in actions} | {
         f"kubernetes.core.{name}" for name in core_actions
     }
