@@ -13,7 +13,8 @@
 # - ansible-test installs each sanity test's pinned requirements into virtual environments of its
 #   own under $HOME/.ansible/test. HOME points at a cache outside the repository for that, and the
 #   pip bootstrap script ansible-test would download from its own server is
-#   hack/ansible-test-get-pip.py (pip then comes from the package index like the rest).
+#   hack/ansible-test-get-pip.py (pip then comes from the package index like the rest). Runs that
+#   share that cache take turns (flock), since two building one environment at once break it.
 #
 # Environment: PYTHON        the Python whose ansible-test runs (default: .venv/bin/python)
 #              GPUDIRECT_RDMA_CACHE cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/gpudirect-rdma)
@@ -60,6 +61,16 @@ cp "${root}/hack/ansible-test-get-pip.py" "${test_home}/.ansible/test/cache/get_
 
 args=("$@")
 if [ "$#" -eq 0 ] || [ "${args[*]}" = "sanity" ]; then args=(sanity --local --python "${pyversion}"); fi
+
+# One run at a time per cache: ansible-test builds its test environments in the shared home, and
+# two runs building the same one at once break it for both (another clone, CI beside a developer).
+if command -v flock >/dev/null 2>&1; then
+  exec 8>"${test_home}.lock"
+  if ! flock --nonblock 8; then
+    echo "[ansible-test.sh] another ansible-test run uses ${test_home}; waiting for it" >&2
+    flock 8
+  fi
+fi
 
 cd "${copy}"
 # ansible-test sets the collection path itself; the Makefile's .collections link would shadow the copy.

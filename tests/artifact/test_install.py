@@ -11,7 +11,8 @@ import yaml
 
 from tests.artifact.conftest import BIN, FQCN, GALAXY, REPO_ROOT, ansible_env, run
 
-# What a user runs or reads: every file git tracks under these goes into the tarball.
+# What a user runs or reads: every file git tracks under these goes into the tarball, and nothing
+# else does (but what ansible-galaxy writes: MANIFEST.json, FILES.json).
 SHIPPED = (
     "plugins",
     "roles",
@@ -19,8 +20,32 @@ SHIPPED = (
     "meta",
     "inventories",
     "rbac",
-    "changelogs",
+    "changelogs/changelog.yaml",
+    "changelogs/config.yaml",
     "tests/sanity",
+    "README.md",
+    "LICENSE",
+    "requirements.txt",
+)
+WRITTEN_BY_GALAXY = ("MANIFEST.json", "FILES.json")
+# What develops or tests the collection, named so that a failure says which one leaked in.
+NOT_SHIPPED = (
+    "tests/artifact",
+    "tests/harness",
+    "tests/integration",
+    "tests/simulator",
+    "tests/unit",
+    "molecule",
+    "benchmarks",
+    "hack",
+    "changelogs/fragments",
+    "Makefile",
+    "pyproject.toml",
+    "requirements-test.txt",
+    "ansible.cfg",
+    ".ansible-lint",
+    ".yamllint",
+    ".ci",
 )
 
 
@@ -40,7 +65,7 @@ def test_the_tarball_carries_plugins_roles_playbooks_inventories_and_metadata(ta
     names = members(tarball)
     missing = [path for prefix in SHIPPED for path in tracked(prefix) if path not in names]
     assert not missing, f"tracked files missing from {tarball.name}: {missing}"
-    for path in ("README.md", "MANIFEST.json", "FILES.json", "requirements.txt"):
+    for path in ("README.md", "LICENSE", *WRITTEN_BY_GALAXY, "requirements.txt"):
         assert path in names, path
     # The collection's Python requirements at the root, for ansible-builder's introspection.
     assert (
@@ -53,6 +78,38 @@ def test_the_tarball_carries_plugins_roles_playbooks_inventories_and_metadata(ta
         )
 
 
+def under(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == prefix or path.startswith(f"{prefix}/") for prefix in prefixes)
+
+
+def test_the_tarball_carries_nothing_but_the_collection(tarball):
+    names = members(tarball)
+    tests = sorted(
+        path for path in names if under(path, ("tests",)) and not under(path, ("tests/sanity",))
+    )
+    # The tests/ folder itself holds tests/sanity, and nothing else.
+    assert tests == ["tests"], f"tests/ other than tests/sanity in {tarball.name}: {tests}"
+    leaked = sorted(path for path in names if under(path, NOT_SHIPPED))
+    assert not leaked, f"development and test files in {tarball.name}: {leaked}"
+    tracked_elsewhere = [
+        path
+        for path in subprocess.run(
+            ["git", "ls-files"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.split()
+        if under(path, NOT_SHIPPED)
+    ]
+    assert tracked_elsewhere, "NOT_SHIPPED names nothing that git tracks: the check proves nothing"
+    folders = {path for path in names if names[path].isdir()}
+    unexpected = sorted(
+        path
+        for path in names
+        if path not in WRITTEN_BY_GALAXY
+        and not under(path, SHIPPED)
+        and not any(prefix.startswith(f"{path}/") for prefix in SHIPPED if path in folders)
+    )
+    assert not unexpected, f"{tarball.name} carries files that are not the collection: {unexpected}"
+
+
 def test_the_manifest_declares_galaxy_yml_and_its_dependency(tarball):
     with tarfile.open(tarball) as tar:
         manifest = json.load(tar.extractfile("MANIFEST.json"))["collection_info"]
@@ -62,6 +119,16 @@ def test_the_manifest_declares_galaxy_yml_and_its_dependency(tarball):
         GALAXY["version"],
     )
     assert manifest["dependencies"] == GALAXY["dependencies"] == {"kubernetes.core": ">=5.0.0"}
+    repository = "https://github.com/gpudirect-rdma/gpudirect.rdma"
+    assert {
+        key: manifest[key] for key in ("repository", "documentation", "homepage", "issues")
+    } == {
+        "repository": repository,
+        "documentation": f"{repository}/blob/main/README.md",
+        "homepage": repository,
+        "issues": f"{repository}/issues",
+    }
+    assert manifest["license"] == ["Apache-2.0"]
 
 
 def test_only_the_installed_copy_is_on_the_collection_path(installed):

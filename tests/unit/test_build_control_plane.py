@@ -28,12 +28,12 @@ module k8s.io/kubernetes
 go 1.24.0
 
 require (
-	go.etcd.io/etcd/server/v3 v3.6.5
+    go.etcd.io/etcd/server/v3 v3.6.5
 )
 
 replace (
-	k8s.io/api => ./staging/src/k8s.io/api
-	k8s.io/client-go => ./staging/src/k8s.io/client-go
+    k8s.io/api => ./staging/src/k8s.io/api
+    k8s.io/client-go => ./staging/src/k8s.io/client-go
 )
 EOF
     printf '{\n\t"Path": "k8s.io/kubernetes",\n\t"GoMod": "%s",\n}\n' "${gomod}"
@@ -86,7 +86,7 @@ def _run_together(env: dict, count: int) -> list[subprocess.CompletedProcess]:
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(count)
+        for _index in range(count)
     ]
     results = []
     for run in runs:
