@@ -16,7 +16,7 @@ import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import managed_kinds
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, api_client, started
 from tests.integration.helpers import playbook_command, playbook_env, wait_for
@@ -108,7 +108,7 @@ def managed_objects(plane) -> dict[tuple, dict]:
     """Every object carrying the collection's label, by (apiVersion, kind, namespace, name)."""
     dynamic = DynamicClient(fresh_client(plane))
     found = {}
-    for api_version, kind, _stage in MANAGED_KINDS:
+    for api_version, kind in managed_kinds():
         resource = dynamic.resources.get(api_version=api_version, kind=kind)
         for item in resource.get(label_selector=MANAGED).to_dict()["items"]:
             metadata = item["metadata"]

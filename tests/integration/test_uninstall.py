@@ -11,7 +11,7 @@ import pytest
 from kubernetes import dynamic
 from kubernetes.dynamic.exceptions import ConflictError, NotFoundError
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import managed_kinds
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT
 from tests.integration.helpers import wait_for
@@ -202,7 +202,7 @@ def delete(kube, obj: dict) -> None:
 
 def managed_left(kube) -> list[str]:
     left = []
-    for api_version, kind, _stage in MANAGED_KINDS:
+    for api_version, kind in managed_kinds():
         items = _resource(kube, {"apiVersion": api_version, "kind": kind}).get(
             label_selector=MANAGED
         )
