@@ -165,8 +165,8 @@ def main():
                 applier.prune(
                     objects,
                     module.params["prune"]["kinds"],
-                    module.params["prune"]["label_selector"],
                     module.params["prune_timeout"],
+                    label_selector=module.params["prune"]["label_selector"],
                 )
     except ForeignObjects as error:
         module.fail_json(msg=str(error), foreign=error.names, results=applier.results)

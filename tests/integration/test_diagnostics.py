@@ -69,7 +69,7 @@ def test_a_site_run_that_fails_on_a_gate_leaves_an_archive_naming_the_gate_and_i
     summary = yaml.safe_load(files["summary.yaml"])
     assert summary["reachable"] is True
     assert summary["failure"]["task"] == (
-        "Wait for the NicClusterPolicy (DOCA driver and device plugin) to be ready"
+        "NVIDIA Network Operator - operator through OLM, its NicClusterPolicy, ready"
     )
     assert summary["failure"]["message"].startswith("gate 'NicClusterPolicy ready' not reached")
     gate = summary["gate"]

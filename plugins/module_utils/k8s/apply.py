@@ -43,6 +43,11 @@ def owned_by_collection(obj: dict) -> bool:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
 
 
+def deleting(live: dict | None) -> bool:
+    """An object the API server is deleting (its finalizers, or its contents, still run)."""
+    return bool(live) and bool((live.get("metadata") or {}).get("deletionTimestamp"))
+
+
 def adopted(obj: dict, live: dict) -> dict:
     """obj marked as adopted when live existed before the collection labelled it (or was
     marked already); obj itself otherwise."""
@@ -242,6 +247,11 @@ class Applier:
                     raise
                 plans.append((obj, None, "create", [str(error)], False))
                 continue
+            if deleting(live):
+                # Being deleted (a Namespace emptied by an uninstall that just ran): created
+                # again once it is gone.
+                plans.append((obj, None, "create", [f"{identity(obj)} is being deleted"], False))
+                continue
             if live is not None and obj["kind"] in ADOPTED_KINDS:
                 obj = adopted(obj, live)
             elif live is not None and not owned_by_collection(live):
@@ -258,6 +268,8 @@ class Applier:
                 # In check mode the API server cannot judge an object of a kind it does not
                 # serve yet, nor one in a namespace the run would create first.
                 judged = served and self._namespace_exists(obj)
+                if not self.check_mode and not served:
+                    self._wait_until_gone(obj)
                 after = self._apply(obj) if judged or not self.check_mode else None
                 self.diffs.append(
                     {
@@ -273,7 +285,25 @@ class Applier:
 
     def _namespace_exists(self, obj: dict) -> bool:
         namespace = obj["metadata"].get("namespace")
-        return not namespace or self.cluster.get("v1", "Namespace", namespace) is not None
+        if not namespace:
+            return True
+        live = self.cluster.get("v1", "Namespace", namespace)
+        return live is not None and not deleting(live)
+
+    def _wait_until_gone(self, obj: dict, timeout: float = 300) -> None:
+        """Wait until the object that was being deleted is gone, to create it anew."""
+        metadata = obj["metadata"]
+        cluster = fresh(self.cluster)
+        deadline = time.monotonic() + timeout
+        while cluster.get(
+            obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace")
+        ):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"{identity(obj)} is still being deleted after {timeout:.0f}s: "
+                    + _pending(cluster, obj)
+                )
+            time.sleep(0.5)
 
     def _apply(self, obj: dict) -> dict:
         """Server-side apply (a dry run in check mode); a refusal names the object."""

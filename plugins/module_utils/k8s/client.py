@@ -95,6 +95,13 @@ class Forbidden(Exception):
         where = f" in namespace {self.namespace}" if self.namespace else ""
         if self.namespace and self.resource == "namespaces":  # the server names it so
             where = f" named {self.namespace}"
+        if not found:
+            # Not the authorizer: an admission plugin (a namespace being terminated, a quota).
+            super().__init__(
+                f"forbidden: the API server refused to {self.verb} {self.resource}: "
+                f"{self.server_message}"
+            )
+            return
         super().__init__(
             f"forbidden: the API server does not allow {who} to {self.verb} {self.resource}"
             f"{where} ({self.server_message}). gpudirect.rdma needs the ClusterRole "

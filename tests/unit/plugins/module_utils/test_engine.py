@@ -8,6 +8,7 @@ gives the module, and the module's failure as it came."""
 from __future__ import annotations
 
 import copy
+import itertools
 from unittest import mock
 
 import pytest
@@ -325,7 +326,7 @@ def test_a_gate_must_hold_for_the_stable_seconds_of_its_step(plan):
     cluster = converged_cluster(plan)
     settings = {"network-operator": {"stable_seconds": 0.2}}
     assert checked(plan, cluster, settings).all_work() == []
-    flapping = iter(["ready", "notReady"] * 10000)
+    flapping = itertools.cycle(["ready", "notReady"])
     original_get = cluster.get
 
     def get(api_version, kind, name, namespace=None):
