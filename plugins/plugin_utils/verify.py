@@ -19,7 +19,6 @@ RAIL_LABEL = "gpudirect.rdma/rail"
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
 SCRIPT = (Path(__file__).parent / "verify_test.sh").read_text()
-DEFAULT_IMAGE = "quay.io/edge-infrastructure/nvidia-tools:0.1.5"
 
 
 def pod_name(plan: dict, role: str, rail: dict) -> str:

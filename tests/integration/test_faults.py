@@ -215,9 +215,9 @@ def test_two_runs_at_once_end_in_the_objects_of_one_run(plane, one_run, tmp_path
         PLAYBOOKS / "uninstall.yml",
         *site_args(
             "-e",
-            "gpudirect_rdma_uninstall_namespaces=true",
+            "uninstall_namespaces=true",
             "-e",
-            "gpudirect_rdma_uninstall_machine_configs=true",
+            "uninstall_machine_configs=true",
         ),
     )
     assert code == 0, out[-4000:]

@@ -134,9 +134,9 @@ def one_line(result) -> str:
 # uninstall.yml's options for removing everything, namespaces and MachineConfigs too.
 EVERYTHING = (
     "-e",
-    "gpudirect_rdma_uninstall_namespaces=true",
+    "uninstall_namespaces=true",
     "-e",
-    "gpudirect_rdma_uninstall_machine_configs=true",
+    "uninstall_machine_configs=true",
 )
 
 
