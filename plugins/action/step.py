@@ -8,8 +8,8 @@ A role's task names its step and nothing else; this action gives the module:
   defaults/main.yml, the one place it is written; bad values fail here, naming the variable;
 - gpudirect_rdma_take_over, and the registry login gpudirect_rdma_image_registry_username and
   _password when the plan has a pull Secret;
-- the connection options given to the task (or by module_defaults), as kubernetes.core takes
-  them.
+- the connection options given to the task (or by module_defaults), else those of the
+  gpudirect_rdma_kubeconfig, _context, ... variables (plugin_utils/connection.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import method_mismatch
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import connection_args
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError, check_inventory
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
@@ -120,7 +121,7 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg=str(error))
             return result
         options = {
-            **args,
+            **connection_args(args, task_vars, self._templar.template),
             "plan": plan,
             "settings": {**settings, **(args.get("settings") or {})},
             "take_over": args.get(

@@ -26,7 +26,7 @@ def nfd_gates(plan: dict, min_nodes: int = 1) -> list[dict]:
             "kind": "Node",
             "label_selector": f"{GPU_LABEL}=true,{NIC_LABEL}=true",
             "min_count": min_nodes,
-            "path": ["metadata", "labels", NIC_LABEL],
+            "path": f'metadata.labels."{NIC_LABEL}"',
             "equals": "true",
             "hint": (
                 f"oc -n {namespace} get pods,nodefeaturediscovery; "
@@ -43,7 +43,7 @@ def _policy_ready(gate: str, api_version: str, kind: str, name: str, hint: str) 
         "api_version": api_version,
         "kind": kind,
         "name": name,
-        "path": ["status", "state"],
+        "path": "status.state",
         "equals": "ready",
         "hint": hint,
     }
@@ -102,7 +102,7 @@ def pool_gates(pool: str | None, names: list[str], removed: list[str]) -> list[d
         {
             "gate": f"{which} {renders}",
             **where,
-            "path": ["status", "configuration", "source"],
+            "path": "status.configuration.source",
             "includes": list(names),
             "excludes": list(removed),
             "hint": hint,
@@ -110,7 +110,7 @@ def pool_gates(pool: str | None, names: list[str], removed: list[str]) -> list[d
         {
             "gate": f"{which} updated",
             **where,
-            "path": ["status", "conditions", "type=Updated", "status"],
+            "path": "status.conditions[?type=='Updated'] | [0].status",
             "equals": "True",
             "hint": hint,
         },
@@ -125,7 +125,7 @@ def node_states_synced(namespace: str, while_: str = "VFs are created") -> dict:
         "api_version": "sriovnetwork.openshift.io/v1",
         "kind": "SriovNetworkNodeState",
         "namespace": namespace,
-        "path": ["status", "syncStatus"],
+        "path": "status.syncStatus",
         "equals": "Succeeded",
         "fail_on": ["Failed"],
         "hint": (
@@ -148,7 +148,7 @@ def method_gates(plan: dict) -> list[dict]:
                 "api_version": "v1",
                 "kind": "Node",
                 "label_selector": nodes,
-                "path": ["status", "allocatable", rail["node_resource"]],
+                "path": f'status.allocatable."{rail["node_resource"]}"',
                 "at_least": 1,
                 "hint": (
                     f"oc describe nodes -l {nodes} (Allocatable); the device plugin pods of the "
@@ -163,7 +163,7 @@ def method_gates(plan: dict) -> list[dict]:
                 "kind": "NetworkAttachmentDefinition",
                 "name": rail["network_name"],
                 "namespace": namespace,
-                "path": ["metadata", "name"],
+                "path": "metadata.name",
                 "equals": rail["network_name"],
                 "hint": f"oc -n {namespace} get network-attachment-definitions",
             }

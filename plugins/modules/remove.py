@@ -109,49 +109,27 @@ deleted:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
-    Cluster,
-    argument_spec,
-    failing_clearly,
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
+    run_module,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import (  # noqa: E402
     OPERANDS,
     STAGES,
     Remover,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (  # noqa: E402
-    GateFailed,
-    GateTimeout,
-)
+
+OPTIONS = {
+    "stages": {"type": "list", "elements": "str", "required": True, "choices": [OPERANDS, *STAGES]},
+    "label_selector": {"type": "str", "default": ""},
+    "timeout": {"type": "int", "default": 600},
+}
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(
-            stages={
-                "type": "list",
-                "elements": "str",
-                "required": True,
-                "choices": [OPERANDS, *STAGES],
-            },
-            label_selector={"type": "str", "default": ""},
-            timeout={"type": "int", "default": 600},
-        ),
-        supports_check_mode=True,
-    )
-    with failing_clearly(module):
-        cluster = Cluster(module)
+def body(module, cluster, done) -> dict:
     remover = Remover(cluster, module.check_mode)
-    try:
-        with failing_clearly(module, cluster, results=lambda: remover.results):
-            for stage in module.params["stages"]:
-                remover.remove(stage, module.params["label_selector"], module.params["timeout"])
-    except TimeoutError as error:
-        module.fail_json(msg=str(error), results=remover.results)
-    except (GateTimeout, GateFailed) as error:
-        module.fail_json(msg=str(error), gate=error.report(), results=remover.results)
+    done["results"] = remover.results
+    for stage in module.params["stages"]:
+        remover.remove(stage, module.params["label_selector"], module.params["timeout"])
     result = {
         "changed": remover.changed,
         "results": remover.results,
@@ -159,7 +137,11 @@ def main():
     }
     if module._diff:
         result["diff"] = remover.diffs
-    module.exit_json(**result)
+    return result
+
+
+def main():
+    run_module(OPTIONS, body, supports_check_mode=True)
 
 
 if __name__ == "__main__":

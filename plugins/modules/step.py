@@ -140,26 +140,13 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as tab
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (  # noqa: E402
     METHOD_COMPONENTS,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (  # noqa: E402
-    ForeignObjects,
-    Refused,
-)
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
-    NotServed,
-)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (  # noqa: E402
     Engine,
-    GateFailed,
-    GateTimeout,
-    PreflightFailed,
     method_mismatch,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
     ModuleFailure,
     run_module,
-)
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import (  # noqa: E402
-    OlmError,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (  # noqa: E402
     summary,
@@ -203,11 +190,14 @@ def message(engine: Engine, names: list[str]) -> str:
     return f"{', '.join(names)}: {counts}; {operators} operators Succeeded, {gates} gates met"
 
 
-def body(module, cluster, done) -> dict:
-    params = module.params
-    mismatch = method_mismatch(params["method"], params["plan"])
+def before(module) -> None:
+    mismatch = method_mismatch(module.params["method"], module.params["plan"])
     if mismatch:
         raise ModuleFailure(mismatch)
+
+
+def body(module, cluster, done) -> dict:
+    params = module.params
     names = list(table.NAMES) if params["name"] == "all" else [params["name"]]
     engine = Engine(
         cluster,
@@ -219,18 +209,7 @@ def body(module, cluster, done) -> dict:
     )
     done["steps"] = engine.steps
     done["results"] = engine.applier.results
-    try:
-        engine.run(names)
-    except PreflightFailed as error:
-        raise ModuleFailure(
-            str(error), findings=error.findings, summary=summary(error.findings)
-        ) from None
-    except ForeignObjects as error:
-        raise ModuleFailure(str(error), foreign=error.names) from None
-    except (GateTimeout, GateFailed) as error:
-        raise ModuleFailure(str(error), gate=error.report()) from None
-    except (Refused, OlmError, NotServed, TimeoutError) as error:
-        raise ModuleFailure(str(error)) from None
+    engine.run(names)
     for finding in engine.findings:
         if finding["severity"] == "warning":
             module.warn(f"preflight {finding['check']}: {finding['message']}")
@@ -251,7 +230,7 @@ def body(module, cluster, done) -> dict:
 
 
 def main():
-    run_module(OPTIONS, body, supports_check_mode=True)
+    run_module(OPTIONS, body, before=before, supports_check_mode=True)
 
 
 if __name__ == "__main__":

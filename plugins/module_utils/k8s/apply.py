@@ -181,13 +181,13 @@ class Refused(Exception):
 
     def __init__(self, obj: dict, error, dry_run: bool):
         self.object = identity(obj)
-        self.status = getattr(error, "status", None)
-        self.reason = getattr(error, "reason", None)
+        # Not `status`: that would make it an API error to client.failing_clearly.
+        self.http_status = getattr(error, "status", None)
         self.server_message = _server_message(error)
         what = "would refuse" if dry_run else "refused"
         super().__init__(
-            f"the API server {what} {self.object}: {self.status} {self.reason}: "
-            f"{self.server_message}"
+            f"the API server {what} {self.object}: {self.http_status} "
+            f"{getattr(error, 'reason', '')}: {self.server_message}"
             + (" (a server-side dry run in check mode: nothing was written)" if dry_run else "")
         )
 

@@ -9,21 +9,32 @@ connection options, the connection itself, and one way to end on an error.
         ...
         return {"changed": ..., ...}          # exit_json(**result)
 
-body raises ModuleFailure for a failure of its own (its message and result entries). A refused
-request (403), an API server that does not answer, and an API answer nothing handled end the
-module with a message naming the request and the server (client.failing_clearly) instead of a
-traceback; `done` is reported with either.
+The failures the engine raises on purpose (a gate not met, somebody else's object, an object the
+API server refuses, a preflight error, an OLM install that cannot go on, a kind not served, a
+deletion that does not finish) end the module with their message and what they carry (the gate,
+the findings); ModuleFailure does so for the body's own. A refused request (403), an API server
+that does not answer, and an API answer nothing handled end it with a message naming the request
+and the server (client.failing_clearly) instead of a traceback; `done` is reported with each.
 """
 
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+    ForeignObjects,
+    Refused,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     Cluster,
+    NotServed,
     argument_spec,
     failing_clearly,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import PreflightFailed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import OlmError
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import summary
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import GateError
 
 
 class ModuleFailure(Exception):
@@ -34,16 +45,39 @@ class ModuleFailure(Exception):
         self.result = result
 
 
-def run_module(options: dict, body, **module_kwargs) -> None:
-    """Make the module (kubernetes.core's connection options plus options), connect, run
-    body(module, cluster, done) and exit with the result it returns."""
+def reported(error: Exception) -> dict | None:
+    """What a failure the engine raises on purpose adds to the module's result; None for any
+    other error."""
+    if isinstance(error, ModuleFailure):
+        return error.result
+    if isinstance(error, GateError):
+        return {"gate": error.report()}
+    if isinstance(error, ForeignObjects):
+        return {"foreign": error.names}
+    if isinstance(error, PreflightFailed):
+        return {"findings": error.findings, "summary": summary(error.findings)}
+    if isinstance(error, (Refused, OlmError, NotServed, TimeoutError)):
+        return {}
+    return None
+
+
+def run_module(options: dict, body, before=None, **module_kwargs) -> None:
+    """Make the module (kubernetes.core's connection options plus options), run before(module)
+    (checks of its options that need no cluster; a result it returns ends the module there),
+    connect, run body(module, cluster, done) and exit with the result it returns."""
     module = AnsibleModule(argument_spec=argument_spec(**options), **module_kwargs)
     done: dict = {}
-    with failing_clearly(module):
-        cluster = Cluster(module)
     try:
+        early = before(module) if before else None
+        if early is not None:
+            module.exit_json(**early)
+        with failing_clearly(module):
+            cluster = Cluster(module)
         with failing_clearly(module, cluster, so_far=lambda: dict(done)):
             result = body(module, cluster, done)
-    except ModuleFailure as failure:
-        module.fail_json(msg=str(failure), **{**done, **failure.result})
+    except Exception as error:
+        extra = reported(error)
+        if extra is None:
+            raise
+        module.fail_json(msg=str(error), **{**done, **extra})
     module.exit_json(**result)

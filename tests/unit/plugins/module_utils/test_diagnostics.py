@@ -542,7 +542,7 @@ def test_a_timeout_carries_the_gate_and_the_objects_read_last():
         name="NicClusterPolicy ready",
         api_version="mellanox.com/v1alpha1",
         kind="NicClusterPolicy",
-        path=["status", "state"],
+        path="status.state",
         equals="ready",
         object_name="nic-cluster-policy",
     )
@@ -579,7 +579,7 @@ def test_a_failed_gate_over_a_selector_names_every_object_it_read():
         name="servers running",
         api_version="v1",
         kind="Pod",
-        path=["status", "phase"],
+        path="status.phase",
         equals="Running",
         fail_on=["Failed"],
         namespace="default",

@@ -119,7 +119,11 @@ def test_every_gate_says_what_it_waits_for_and_where_to_look(name):
 def test_the_method_waits_for_each_rail_and_sriov_for_its_node_states(name):
     plan = build_plan(inputs(name))
     found = gates(plan, "method")
-    resources = [g["path"][-1] for g in found if g["kind"] == "Node"]
+    resources = [
+        g["path"].removeprefix('status.allocatable."').removesuffix('"')
+        for g in found
+        if g["kind"] == "Node"
+    ]
     networks = [g["name"] for g in found if g["kind"] == "NetworkAttachmentDefinition"]
     assert resources == [rail["node_resource"] for rail in plan["rails"]]
     assert networks == [rail["network_name"] for rail in plan["rails"]]
