@@ -78,12 +78,12 @@ sanity: venv ## ansible-test sanity, every test, on the venv's Python (no Docker
 	PYTHON=$(BIN)/python hack/ansible-test.sh
 
 .PHONY: integration
-integration: venv ## integration tests and molecule scenarios against their own local control plane
+integration: venv ## integration tests and the molecule scenario against their own local control plane
 	@set -e; trap '$(MAKE) --no-print-directory cluster-down STATE_DIR=$(TEST_STATE_DIR)' EXIT; \
 	$(MAKE) --no-print-directory cluster-up STATE_DIR=$(TEST_STATE_DIR); \
 	export GPUDIRECT_RDMA_STATE_DIR=$(abspath $(TEST_STATE_DIR)) K8S_AUTH_KUBECONFIG=$(abspath $(TEST_STATE_DIR))/kubeconfig; \
 	$(BIN)/pytest tests/integration; \
-	$(BIN)/molecule test --all
+	$(BIN)/molecule test
 
 .PHONY: build
 build: venv ## build the collection tarball
