@@ -9,7 +9,6 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
     alm_example,
     new_object,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.releases import GPU_OPERATOR_RELEASES
 
 NAME = "gpu-cluster-policy"
 
@@ -60,7 +59,7 @@ def gpudirect_settings(plan: dict) -> dict:
 def cluster_policy(plan: dict, csv: dict | None = None) -> dict:
     base = default_spec_from_csv(csv)
     if base is None:
-        base = GPU_OPERATOR_RELEASES[plan["gpu"]["release"]]["cluster_policy_spec"]
+        base = plan["gpu"]["default_spec"]
     spec = copy.deepcopy(base)
     for path, value in gpudirect_settings(plan).items():
         _set(spec, path, copy.deepcopy(value))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import GPU_OPERATOR_RELEASES
+
 from . import checks, operators, rails, settings
 from .checks import PlanError, check_integer, check_number
 from .inputs import DEFAULTS, OPTIONS, PREFIX, Inputs, check_known, machine_configs, node_selector
@@ -73,6 +75,8 @@ def build_plan(given: Mapping) -> dict:
             "gds": inputs.checked("gpu_gds"),
             "gdrcopy": inputs.checked("gpu_gdrcopy"),
             "release": gpu_release,
+            # The release's default ClusterPolicy, for when no installed CSV gives one.
+            "default_spec": GPU_OPERATOR_RELEASES[gpu_release]["cluster_policy_spec"],
         },
         "operators": olm,
         "network_operator_release": network_release,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.releases import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import REGISTRY_SECRET_NAME
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
     GPU_OPERATOR_RELEASES,
     NETWORK_OPERATOR_RELEASES,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import REGISTRY_SECRET_NAME
 
 from .checks import PlanError, choice, dns_label, dns_subdomain, known_keys, mapping, string
 from .inputs import OPTIONS, Inputs

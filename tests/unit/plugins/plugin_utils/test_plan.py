@@ -8,12 +8,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.releases import (
-    GPU_OPERATOR_RELEASES,
-    LATEST_GPU_OPERATOR,
-    LATEST_NETWORK_OPERATOR,
-    NETWORK_OPERATOR_RELEASES,
-)
 from ansible_collections.gpudirect.rdma.plugins.modules import plan as plan_doc
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
     PlanError,
@@ -24,6 +18,12 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.inputs import 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings import (
     check_settings,
     unknown_variables,
+)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
+    GPU_OPERATOR_RELEASES,
+    LATEST_GPU_OPERATOR,
+    LATEST_NETWORK_OPERATOR,
+    NETWORK_OPERATOR_RELEASES,
 )
 
 VERIFY_DEFAULTS = yaml.safe_load(
