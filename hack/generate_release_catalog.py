@@ -68,7 +68,8 @@ def catalog(shared: Path) -> dict:
 
 
 def render(data: dict) -> str:
-    return HEADER + yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
+    return f"---\n{HEADER}{body}"
 
 
 def main() -> int:
