@@ -61,7 +61,7 @@ def broken(page: Path, root: Path = REPO_ROOT) -> list[str]:
     for target in links(text):
         if not target or EXTERNAL.match(target):
             continue
-        path_part, _, anchor = target.partition("#")
+        path_part, anchor = (target.split("#", 1) + [""])[:2]
         resolved = (page.parent / path_part).resolve() if path_part else page
         where = f"{page.relative_to(root)}: ({target})"
         if not resolved.exists():
