@@ -115,6 +115,10 @@ render: venv ## render INVENTORY (default inventories/shared-device-roce) to REN
 	$(BIN)/ansible-playbook -i $(or $(INVENTORY),inventories/shared-device-roce) playbooks/render.yml \
 	  -e gpudirect_rdma_render_dir=$(abspath $(or $(RENDER_DIR),rendered))
 
+.PHONY: docs
+docs: venv ## write the variable tables of docs/ and the role READMEs from the argument specs
+	$(BIN)/python hack/docs.py
+
 .PHONY: clean
 clean: cluster-down ## remove the virtual environment, build output and control plane state
 	rm -rf $(VENV) .collections build $(STATE_DIR) .pytest_cache .ruff_cache

@@ -1,6 +1,6 @@
 """The rendered tree's Argo CD sync waves: each component's kustomization.yaml annotates every
 object of the folder exactly once (by kind), the object files carry no Argo CD annotation, and
-the operators' files are the ones the README's kubectl sequence applies first.
+the operators' files are the ones docs/gitops.md's kubectl sequence applies first.
 `tests/integration/test_render.py` builds the same trees with `kubectl kustomize`."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import (
 )
 from tests.unit.inventories import NAMES, inputs
 
-# The files the README applies first without Argo CD (the operators), by name.
+# The files docs/gitops.md applies first without Argo CD (the operators), by name.
 OPERATOR_FILE_PREFIXES = ("namespace-", "operatorgroup-", "subscription-")
 
 
