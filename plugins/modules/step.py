@@ -78,10 +78,9 @@ options:
         type: str
         required: true
       password:
-        description: Password or token.
+        description: Password or token (never shown in a result or a log).
         type: str
         required: true
-        no_log: true
 """
 
 EXAMPLES = r"""

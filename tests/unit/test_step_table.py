@@ -28,7 +28,7 @@ def tasks_of(path: Path) -> list[dict]:
 
 def test_site_yml_checks_every_step_then_runs_their_roles_in_the_order_the_check_returns():
     (play,) = yaml.safe_load((REPO_ROOT / "playbooks" / "site.yml").read_text())
-    tasks = [t for t in tasks_of_play(play)]
+    tasks = tasks_of_play(play)
     check = next(t for t in tasks if "gpudirect.rdma.step" in t)
     assert check["gpudirect.rdma.step"] == {"name": "all"}
     assert check["check_mode"] is True
