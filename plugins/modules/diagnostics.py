@@ -151,12 +151,12 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
     argument_spec,
+    server_of,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics import (  # noqa: E402
     collect,
     describe,
     plan_namespaces,
-    server_of,
 )
 
 FAILURE_SPEC = {

@@ -310,7 +310,9 @@ class Applier:
         try:
             return self.cluster.apply(obj, dry_run=self.check_mode)
         except Exception as error:
-            if getattr(error, "status", None) in (400, 404, 409, 422):
+            # 422: the CRD schema's validation; 500: the server could not make the object into
+            # its schema's types ("failed to create typed patch object") or a webhook failed.
+            if getattr(error, "status", None) in (400, 404, 409, 422, 500):
                 raise Refused(obj, error, self.check_mode) from None
             raise
 

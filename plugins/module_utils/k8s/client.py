@@ -165,7 +165,11 @@ def _reason(error: BaseException) -> str:
     return _URLLIB3_PREFIX.sub("", str(cause))
 
 
-def _server_of(error: BaseException) -> str | None:
+def server_of(error: BaseException) -> str | None:
+    """The API server a connection error names (urllib3 errors carry their pool, the
+    collection's ApiFailure its server)."""
+    if isinstance(getattr(error, "server", None), str):
+        return error.server
     pool = getattr(error, "pool", None)
     host = getattr(pool, "host", None)
     if not host:
@@ -236,7 +240,7 @@ class Cluster:
         dynamic = getattr(self, "dynamic", None)
         if dynamic is not None:
             return dynamic.configuration.host
-        return (error is not None and _server_of(error)) or self._server
+        return (error is not None and server_of(error)) or self._server
 
     def resource(self, api_version: str, kind: str):
         key = (api_version, kind)
@@ -414,7 +418,7 @@ def failing_clearly(module, cluster=None, so_far=dict, **result):
             failure = error
             if not isinstance(error, ApiFailure):
                 request = getattr(cluster, "request", None) or "talking to it"
-                server = cluster._address(error) if cluster is not None else _server_of(error)
+                server = cluster._address(error) if cluster is not None else server_of(error)
                 failure = ApiFailure(request, server, error)
             module.fail_json(
                 msg=str(failure),

@@ -36,6 +36,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     ApiFailure,
     NotServed,
     describe_status,
+    server_of,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import OWNED as MANAGED_BY
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import STEPS, managed_kinds
@@ -145,18 +146,6 @@ def describe(error: BaseException) -> str:
     if isinstance(error, (NotServed, ApiFailure)):
         return str(error)
     return f"{type(error).__name__}: {error}"
-
-
-def server_of(error: BaseException) -> str | None:
-    """The API server a connection error names (urllib3 errors carry their pool, the
-    collection's ApiFailure its server)."""
-    if isinstance(getattr(error, "server", None), str):
-        return error.server
-    pool = getattr(error, "pool", None)
-    host = getattr(pool, "host", None)
-    if not host:
-        return None
-    return f"{getattr(pool, 'scheme', 'https')}://{host}:{getattr(pool, 'port', '')}".rstrip(":")
 
 
 def unreachable(error: BaseException) -> bool:
@@ -594,19 +583,10 @@ def write_archive(files: dict[str, str], dest: str, when: datetime) -> str:
     return archive
 
 
-def collect(
-    cluster,
-    dest: str,
-    failure: dict | None = None,
-    namespaces=(),
-    log_lines: int = 200,
-    server: str | None = None,
-    error: str | None = None,
-    when: datetime | None = None,
-) -> dict:
-    """Gather and write; what the module returns."""
-    when = when or utc_now()
-    gathered = gather(cluster, failure, namespaces, log_lines, server, error, when)
+def collect(cluster, dest: str, **options) -> dict:
+    """Gather (with gather()'s options) and write; what the module returns."""
+    when = options.pop("when", None) or utc_now()
+    gathered = gather(cluster, when=when, **options)
     return {
         "archive": write_archive(gathered.files, dest, when),
         "files": list(gathered.files),

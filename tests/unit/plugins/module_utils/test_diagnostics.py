@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import pytest
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed, server_of
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics import (
     EVERYWHERE,
     LABELLED,
@@ -22,7 +22,6 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics imp
     file_name,
     gather,
     kinds_to_read,
-    server_of,
     write_archive,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (

@@ -249,24 +249,44 @@ def test_an_object_built_on_a_csv_that_differs_is_work(plan):
     ]
 
 
-def test_what_the_api_server_would_refuse_fails_check_mode_naming_the_object_and_field(plan):
-    cluster = converged_cluster(plan)
-    find(cluster, "NicClusterPolicy")["spec"]["ofedDriver"]["version"] = "older"
-    error = ApiError(
+# The API server's own words, as kube-apiserver 1.35 answers a server-side apply dry run.
+REFUSALS = {
+    "pattern": (
         422,
         "Unprocessable Entity",
         '{"message": "NicClusterPolicy.mellanox.com \\"nic-cluster-policy\\" is invalid: '
-        'spec.ofedDriver.startupProbe.initialDelaySeconds: Invalid value: \\"string\\""}',
-    )
+        'spec.ofedDriver.image: Invalid value: \\"___\\": spec.ofedDriver.image in body '
+        'should match \'[a-zA-Z0-9\\\\-]+\'"}',
+        "spec.ofedDriver.image",
+    ),
+    "type": (
+        500,
+        "Internal Server Error",
+        '{"message": "failed to create typed patch object (/nic-cluster-policy; '
+        "mellanox.com/v1alpha1, Kind=NicClusterPolicy): "
+        '.spec.ofedDriver.startupProbe.initialDelaySeconds: expected numeric (int or float), '
+        'got string"}',
+        "spec.ofedDriver.startupProbe.initialDelaySeconds",
+    ),
+}
+
+
+@pytest.mark.parametrize("refusal", sorted(REFUSALS))
+def test_what_the_api_server_would_refuse_fails_check_mode_naming_the_object_and_field(
+    plan, refusal
+):
+    status, reason, body, field = REFUSALS[refusal]
+    cluster = converged_cluster(plan)
+    find(cluster, "NicClusterPolicy")["spec"]["ofedDriver"]["version"] = "older"
     key = ("mellanox.com/v1alpha1", "NicClusterPolicy", None, "nic-cluster-policy")
-    cluster.refuse[key] = error
+    cluster.refuse[key] = ApiError(status, reason, body)
     with pytest.raises(Refused) as refused:
         checked(plan, cluster)
     message = str(refused.value)
     assert message.startswith(
-        "the API server would refuse NicClusterPolicy nic-cluster-policy: 422"
+        f"the API server would refuse NicClusterPolicy nic-cluster-policy: {status}"
     )
-    assert "spec.ofedDriver.startupProbe.initialDelaySeconds" in message
+    assert field in message
     assert "nothing was written" in message
 
 
