@@ -79,9 +79,7 @@ def test_check_mode_diff_shows_what_the_api_server_would_store(
 ):
     name = f"dry-{uuid.uuid4().hex[:6]}"
     audit = AuditLog(control_plane.audit_log).mark()
-    result = run_playbook(
-        apply_playbook(tmp_path / "dry.yml", policy(name)), "--check", "--diff"
-    )
+    result = run_playbook(apply_playbook(tmp_path / "dry.yml", policy(name)), "--check", "--diff")
     assert recap(result.stdout)["changed"] == 1
     # The schema's defaults, which only the API server adds, are in the diff's after.
     assert "forcePrecompiled" in result.stdout, result.stdout[-3000:]

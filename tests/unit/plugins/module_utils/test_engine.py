@@ -256,7 +256,7 @@ REFUSALS = {
         "Unprocessable Entity",
         '{"message": "NicClusterPolicy.mellanox.com \\"nic-cluster-policy\\" is invalid: '
         'spec.ofedDriver.image: Invalid value: \\"___\\": spec.ofedDriver.image in body '
-        'should match \'[a-zA-Z0-9\\\\-]+\'"}',
+        "should match '[a-zA-Z0-9\\\\-]+'\"}",
         "spec.ofedDriver.image",
     ),
     "type": (
@@ -264,7 +264,7 @@ REFUSALS = {
         "Internal Server Error",
         '{"message": "failed to create typed patch object (/nic-cluster-policy; '
         "mellanox.com/v1alpha1, Kind=NicClusterPolicy): "
-        '.spec.ofedDriver.startupProbe.initialDelaySeconds: expected numeric (int or float), '
+        ".spec.ofedDriver.startupProbe.initialDelaySeconds: expected numeric (int or float), "
         'got string"}',
         "spec.ofedDriver.startupProbe.initialDelaySeconds",
     ),
