@@ -78,12 +78,12 @@ sanity: venv ## ansible-test sanity, every test, on the venv's Python (no Docker
 	PYTHON=$(BIN)/python hack/ansible-test.sh
 
 .PHONY: integration
-integration: venv ## integration tests and molecule scenarios against their own local control plane
+integration: venv ## integration tests and the molecule scenario against their own local control plane
 	@set -e; trap '$(MAKE) --no-print-directory cluster-down STATE_DIR=$(TEST_STATE_DIR)' EXIT; \
 	$(MAKE) --no-print-directory cluster-up STATE_DIR=$(TEST_STATE_DIR); \
 	export GPUDIRECT_RDMA_STATE_DIR=$(abspath $(TEST_STATE_DIR)) K8S_AUTH_KUBECONFIG=$(abspath $(TEST_STATE_DIR))/kubeconfig; \
 	$(BIN)/pytest tests/integration; \
-	$(BIN)/molecule test --all
+	$(BIN)/molecule test
 
 .PHONY: build
 build: venv ## build the collection tarball
@@ -114,6 +114,10 @@ benchmark-quick: venv ## the benchmarks' short run: one method, one gate round, 
 render: venv ## render INVENTORY (default inventories/shared-device-roce) to RENDER_DIR (default ./rendered)
 	$(BIN)/ansible-playbook -i $(or $(INVENTORY),inventories/shared-device-roce) playbooks/render.yml \
 	  -e gpudirect_rdma_render_dir=$(abspath $(or $(RENDER_DIR),rendered))
+
+.PHONY: docs
+docs: venv ## write the variable tables of docs/ and the role READMEs from the argument specs
+	$(BIN)/python hack/docs.py
 
 .PHONY: clean
 clean: cluster-down ## remove the virtual environment, build output and control plane state

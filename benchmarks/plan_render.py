@@ -28,15 +28,14 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / ".collections"))
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (  # noqa: E402
     build_objects,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError, build_plan  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.inputs import (  # noqa: E402
     MAX_PERSISTENT_NIC_NAMES,
-    MAX_RAILS,
-    PlanError,
-    build_plan,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.rails import MAX_RAILS  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import (  # noqa: E402
     kustomize_tree,
 )

@@ -4,11 +4,13 @@ fail before any write to the cluster).
 
 Each case starts from an example inventory in inventories/ and breaks one thing: it sets or
 removes inventory variables (`set`, `unset`), or passes extra variables the way an Ansible
-Automation Platform survey does (`extra`: strings, winning over the inventory). The message must
-name the variable, show the bad value (as Python's repr writes it; None where the message has no
-value, a misspelt name) and say what is allowed (`allowed`, a fragment). `playbooks` says which
-playbooks read the variable and so must fail on it: site.yml always plans first; verify.yml
-plans too; uninstall.yml reads only its gpudirect_rdma_uninstall_* settings.
+Automation Platform survey does (`extra`: strings, winning over the inventory). Their names are
+the plan's inputs without the gpudirect_rdma_ prefix, or whole names: a role's settings
+(verify_min_gbps), old or misspelt names. The message must name the variable, show the bad value
+(as Python's repr writes it; None where the message has no value, a misspelt name) and say what is
+allowed (`allowed`, a fragment). `playbooks` says which playbooks read the variable and so must
+fail on it: site.yml always plans first; verify.yml plans too; uninstall.yml checks only the
+settings.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[1]
 INVENTORIES = REPO_ROOT / "inventories"
 PREFIX = "gpudirect_rdma_"
+# The roles whose settings carry their own prefix instead.
+ROLE_PREFIXES = ("verify_", "uninstall_", "diagnostics_")
+
+
+def variable(name: str) -> str:
+    """The variable a case's name stands for."""
+    return name if name.startswith((PREFIX, *ROLE_PREFIXES)) else PREFIX + name
 
 
 @dataclass(frozen=True)
@@ -42,11 +51,11 @@ class BadInput:
         variables = yaml.safe_load(path.read_text())
         for name in self.unset:
             del variables[PREFIX + name]
-        variables.update({PREFIX + name: value for name, value in self.set.items()})
+        variables.update({variable(name): value for name, value in self.set.items()})
         return variables
 
     def extra_variables(self) -> dict[str, str]:
-        return {PREFIX + name: value for name, value in self.extra.items()}
+        return {variable(name): value for name, value in self.extra.items()}
 
     def variables(self) -> dict[str, Any]:
         """What a playbook sees: the inventory, extra variables winning."""
@@ -229,7 +238,7 @@ CASES: list[BadInput] = [
     BadInput(
         "verify-threshold-negative",
         SDR,
-        V + "verify_min_gbps",
+        "verify_min_gbps",
         "-10",
         "a number of Gb/s from 0 to 3200",
         set={"verify_min_gbps": -10},
@@ -238,7 +247,7 @@ CASES: list[BadInput] = [
     BadInput(
         "uninstall-timeout-0",
         SDR,
-        V + "uninstall_timeout",
+        "uninstall_timeout",
         "0",
         "a whole number from 1 to 86400",
         set={"uninstall_timeout": 0},
@@ -247,7 +256,7 @@ CASES: list[BadInput] = [
     BadInput(
         "log-lines-negative",
         SDR,
-        V + "diagnostics_log_lines",
+        "diagnostics_log_lines",
         "-1",
         "a whole number from 0 to 100000",
         set={"diagnostics_log_lines": -1},
@@ -370,11 +379,48 @@ CASES: list[BadInput] = [
     BadInput(
         "misspelt-uninstall-timeout",
         SDR,
-        V + "uninstall_timout",
+        "uninstall_timout",
         None,
-        "did you mean gpudirect_rdma_uninstall_timeout?",
+        "did you mean uninstall_timeout?",
         set={"uninstall_timout": 600},
         playbooks=("site", "uninstall"),
+    ),
+    BadInput(
+        "misspelt-old-uninstall-timeout",
+        SDR,
+        V + "uninstall_timout",
+        None,
+        "did you mean uninstall_timeout?",
+        set={V + "uninstall_timout": 600},
+        playbooks=("site", "uninstall"),
+    ),
+    # -- old names of the roles' settings --------------------------------------------------------
+    BadInput(
+        "old-name-verify-min-gbps",
+        SLI,
+        V + "verify_min_gbps",
+        None,
+        "renamed; set verify_min_gbps",
+        set={V + "verify_min_gbps": 150},
+        playbooks=("site", "verify"),
+    ),
+    BadInput(
+        "old-name-uninstall-namespaces",
+        HDI,
+        V + "uninstall_namespaces",
+        None,
+        "renamed; set uninstall_namespaces",
+        extra={V + "uninstall_namespaces": "true"},
+        playbooks=("site", "uninstall"),
+    ),
+    BadInput(
+        "old-name-diagnostics-dir",
+        HGX,
+        V + "diagnostics_dir",
+        None,
+        "renamed; set diagnostics_dir",
+        set={V + "diagnostics_dir": "/tmp/diagnostics"},
+        playbooks=("site", "verify", "uninstall"),
     ),
     # -- IPAM ----------------------------------------------------------------------------------
     BadInput(
@@ -724,7 +770,7 @@ CASES: list[BadInput] = [
     BadInput(
         "survey-threshold-text",
         SDR,
-        V + "verify_min_gbps",
+        "verify_min_gbps",
         "'fast'",
         "a number of Gb/s from 0 to 3200",
         extra={"verify_min_gbps": "fast"},
@@ -733,7 +779,7 @@ CASES: list[BadInput] = [
     BadInput(
         "survey-verify-nodes",
         SDR,
-        V + "verify_nodes[0]",
+        "verify_nodes[0]",
         "'worker_0'",
         "a DNS-1123 name",
         extra={"verify_nodes": "worker_0,worker_1"},
@@ -742,7 +788,7 @@ CASES: list[BadInput] = [
     BadInput(
         "survey-uninstall-namespaces",
         SDR,
-        V + "uninstall_namespaces",
+        "uninstall_namespaces",
         "'ja'",
         "true or false",
         extra={"uninstall_namespaces": "ja"},
@@ -751,7 +797,7 @@ CASES: list[BadInput] = [
     BadInput(
         "survey-uninstall-timeout-unit",
         SDR,
-        V + "uninstall_timeout",
+        "uninstall_timeout",
         "'30m'",
         "a whole number from 1 to 86400",
         extra={"uninstall_timeout": "30m"},

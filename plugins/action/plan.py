@@ -1,19 +1,16 @@
-"""gpudirect.rdma.plan: read the gpudirect_rdma_* variables, validate, return the plan."""
+"""gpudirect.rdma.plan: read the inputs and the settings, validate, return the plan."""
 
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError, check_inventory
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.inputs import (
     DEFAULTS,
+    OPTIONS,
     PREFIX,
-    SETTINGS,
-    PlanError,
-    check_inventory,
-    variable,
 )
-
-TASK_ONLY = ("scope",)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings import settings, watched
 
 
 class ActionModule(ActionBase):
@@ -23,29 +20,23 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        args = dict(self._task.args)
-        unknown = sorted(set(args) - set(DEFAULTS) - set(TASK_ONLY))
-        if unknown:
-            result.update(
-                failed=True,
-                msg=(
-                    f"gpudirect.rdma.plan: unknown option {unknown[0]}; "
-                    f"known options: {', '.join((*DEFAULTS, *TASK_ONLY))}"
-                ),
-            )
-            return result
-        scope = args.pop("scope", "all")
+        # The task's own options: Ansible's validator says which are unknown and checks scope;
+        # the values of the others are checked with the inventory's, by the plan.
+        spec = {name: {"type": "raw"} for name in DEFAULTS}
+        spec["scope"] = {key: OPTIONS["scope"][key] for key in ("type", "choices", "default")}
+        scope = self.validate_argument_spec(spec)[1]["scope"]
+        overrides = {name: value for name, value in self._task.args.items() if name != "scope"}
 
-        # Only the collection's own variables are templated; the others are named, for the
-        # check of misspelt names.
-        readable = {variable(name) for name in (*DEFAULTS, *SETTINGS)}
+        # Only the inputs and the settings are templated; the other names are given for the
+        # check of old and misspelt names.
+        readable = {*(PREFIX + name for name in DEFAULTS), *settings()}
         variables = {
             name: self._templar.template(value) if name in readable else None
             for name, value in task_vars.items()
-            if name.startswith(PREFIX)
+            if watched(name)
         }
         try:
-            checked = check_inventory(variables, overrides=args, scope=scope)
+            checked = check_inventory(variables, overrides=overrides, scope=scope)
         except PlanError as error:
             result.update(failed=True, msg=str(error), variable=error.variable)
             return result

@@ -39,9 +39,12 @@ options:
         type: int
         default: 1
       path:
-        description: Field to read, as a list of keys
-          (C([status, allocatable, rdma/rdma_shared_device_eth])) or a dotted string
-          (C(status.state)).
+        description:
+          - The field to read, as a JMESPath expression (C(status.state),
+            C(status.conditions[?type=='Updated'] | [0].status),
+            C(status.allocatable."rdma/rdma_shared_device_eth")), or as a list of keys
+            (C([status, allocatable, rdma/rdma_shared_device_eth])).
+          - Messages show the expression; a field that is absent or null is C(missing).
         type: raw
         required: true
       equals:

@@ -45,10 +45,10 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (  # noqa: E402
     COMPONENT_LABEL,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import (  # noqa: E402
     kustomize_tree as layout,
 )

@@ -72,12 +72,13 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (  # noqa: E402
     build_objects,
     component_objects,
-    select_part,
+    is_olm,
+    of_component,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 
 
 def objects(plan, component=None, csvs=None, part="all"):
@@ -91,11 +92,15 @@ def objects(plan, component=None, csvs=None, part="all"):
             "gpudirect.rdma.objects: expected the plan returned by gpudirect.rdma.plan "
             f"(with method and rails); got a dict with keys {sorted(args['_input'])}"
         )
+    plan, csvs, part = args["_input"], args["csvs"], args["part"]
     if args["component"]:
-        found = component_objects(args["_input"], args["component"], args["csvs"])
+        operator = of_component(args["component"]).operator
+        found = component_objects(plan, args["component"], csvs.get(operator))
     else:
-        found = build_objects(args["_input"], args["csvs"])
-    return select_part(found, args["part"])
+        found = build_objects(plan, csvs)
+    if part == "all":
+        return found
+    return [obj for obj in found if is_olm(obj) == (part == "olm")]
 
 
 class FilterModule:

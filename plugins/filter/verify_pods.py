@@ -37,29 +37,23 @@ options:
     elements: dict
     default: []
   image:
-    description: Image with perftest built with CUDA.
+    description: Image with perftest built with CUDA. Default the verify role's C(verify_image).
     type: str
-    default: quay.io/edge-infrastructure/nvidia-tools:0.1.5
   perftest:
-    description: Path of C(ib_write_bw) in the image.
+    description: Path of C(ib_write_bw) in the image. Default the verify role's C(verify_perftest).
     type: str
-    default: /root/perftest/ib_write_bw
   duration:
-    description: Seconds of traffic (C(-D)).
+    description: Seconds of traffic (C(-D)). Default the verify role's C(verify_duration).
     type: int
-    default: 30
   size:
-    description: Message size in bytes (C(-s)).
+    description: Message size in bytes (C(-s)). Default the verify role's C(verify_size).
     type: int
-    default: 65536
   qps:
-    description: Queue pairs (C(-q)).
+    description: Queue pairs (C(-q)). Default the verify role's C(verify_qps).
     type: int
-    default: 16
   port:
-    description: TCP port of the test's out-of-band exchange (C(-p)).
+    description: TCP port of the test's out-of-band exchange (C(-p)). Default the verify role's C(verify_port).
     type: int
-    default: 10000
 """
 
 EXAMPLES = r"""
@@ -78,42 +72,25 @@ _value:
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.verify import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings import (  # noqa: E402
+    role_options,
+)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
     client_pods,
     server_addresses,
     server_pods,
 )
 
 
-def verify_pods(
-    plan,
-    role,
-    node,
-    servers=None,
-    image=None,
-    perftest=None,
-    duration=None,
-    size=None,
-    qps=None,
-    port=None,
-):
-    args = validate(
-        DOCUMENTATION,
-        "gpudirect.rdma.verify_pods",
-        {
-            "_input": plan,
-            "role": role,
-            "node": node,
-            "servers": servers,
-            "image": image,
-            "perftest": perftest,
-            "duration": duration,
-            "size": size,
-            "qps": qps,
-            "port": port,
-        },
-    )
-    settings = {key: args[key] for key in ("image", "perftest", "duration", "size", "qps", "port")}
+def verify_pods(plan, role, node, servers=None, **settings):
+    """settings: image, perftest, duration, size, qps, port (see DOCUMENTATION)."""
+    given = {"_input": plan, "role": role, "node": node, "servers": servers, **settings}
+    args = validate(DOCUMENTATION, "gpudirect.rdma.verify_pods", given)
+    defaults = role_options("verify")
+    settings = {
+        key: defaults[f"verify_{key}"]["default"] if args[key] is None else args[key]
+        for key in ("image", "perftest", "duration", "size", "qps", "port")
+    }
     try:
         if args["role"] == "server":
             return server_pods(args["_input"], args["node"], settings)

@@ -115,63 +115,51 @@ deleted:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (  # noqa: E402
     Applier,
-    ForeignObjects,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
-    Cluster,
-    NotServed,
-    argument_spec,
-    failing_clearly,
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
+    ModuleFailure,
+    run_module,
 )
 
+OPTIONS = {
+    "objects": {"type": "list", "elements": "dict", "required": True},
+    "take_over": {"type": "bool", "default": False},
+    "prune": {
+        "type": "dict",
+        "options": {
+            "kinds": {"type": "list", "elements": "dict", "required": True},
+            "label_selector": {"type": "str", "default": ""},
+        },
+    },
+    "prune_timeout": {"type": "int", "default": 300},
+}
 
-def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(
-            objects={"type": "list", "elements": "dict", "required": True},
-            take_over={"type": "bool", "default": False},
-            prune={
-                "type": "dict",
-                "options": {
-                    "kinds": {"type": "list", "elements": "dict", "required": True},
-                    "label_selector": {"type": "str", "default": ""},
-                },
-            },
-            prune_timeout={"type": "int", "default": 300},
-        ),
-        supports_check_mode=True,
-    )
-    objects = module.params["objects"]
-    for index, obj in enumerate(objects):
-        if (
-            not obj.get("apiVersion")
-            or not obj.get("kind")
-            or not (obj.get("metadata") or {}).get("name")
+
+def before(module) -> None:
+    for index, obj in enumerate(module.params["objects"]):
+        if not (
+            obj.get("apiVersion") and obj.get("kind") and (obj.get("metadata") or {}).get("name")
         ):
-            module.fail_json(
-                msg=f"objects[{index}]: expected apiVersion, kind and metadata.name; got keys {sorted(obj)}"
+            raise ModuleFailure(
+                f"objects[{index}]: expected apiVersion, kind and metadata.name; "
+                f"got keys {sorted(obj)}"
             )
-    with failing_clearly(module):
-        cluster = Cluster(module)
-    applier = Applier(cluster, module.check_mode, module.params["take_over"])
-    try:
-        with failing_clearly(module, cluster, results=lambda: applier.results):
-            applier.apply(objects)
-            if module.params["prune"]:
-                applier.prune(
-                    objects,
-                    module.params["prune"]["kinds"],
-                    module.params["prune"]["label_selector"],
-                    module.params["prune_timeout"],
-                )
-    except ForeignObjects as error:
-        module.fail_json(msg=str(error), foreign=error.names, results=applier.results)
-    except (NotServed, TimeoutError) as error:
-        module.fail_json(msg=str(error), results=applier.results)
+
+
+def body(module, cluster, done) -> dict:
+    params = module.params
+    applier = Applier(cluster, module.check_mode, params["take_over"])
+    done["results"] = applier.results
+    applier.apply(params["objects"])
+    if params["prune"]:
+        applier.prune(
+            params["objects"],
+            params["prune"]["kinds"],
+            params["prune_timeout"],
+            label_selector=params["prune"]["label_selector"],
+        )
     result = {
         "changed": applier.changed,
         "results": applier.results,
@@ -181,7 +169,11 @@ def main():
     }
     if module._diff:
         result["diff"] = applier.diffs
-    module.exit_json(**result)
+    return result
+
+
+def main():
+    run_module(OPTIONS, body, before=before, supports_check_mode=True)
 
 
 if __name__ == "__main__":

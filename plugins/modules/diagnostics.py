@@ -61,11 +61,17 @@ options:
           read again and put in the summary with their status.
         type: dict
   namespaces:
-    description: Namespaces to read besides the collection's own (for instance the operators' and the
-      network's namespaces of the plan, when they existed before the collection labelled them).
+    description: Namespaces to read besides the collection's own and those of O(plan).
     type: list
     elements: str
     default: []
+  plan:
+    description:
+      - The plan from M(gpudirect.rdma.plan), when the playbook made one. The namespaces of its
+        steps are read too, since they may have existed before the collection labelled them -
+        each operator's and its catalog's, the RDMA network's, the SR-IOV operator's for
+        C(sriov_legacy), the Machine Config Operator's.
+    type: dict
   log_lines:
     description: Lines at the end of each container's log to keep; C(0) reads no logs.
     type: int
@@ -145,11 +151,12 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
     Cluster,
     argument_spec,
+    server_of,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics import (  # noqa: E402
     collect,
     describe,
-    server_of,
+    plan_namespaces,
 )
 
 FAILURE_SPEC = {
@@ -172,6 +179,7 @@ def main():
             dest={"type": "path", "required": True},
             failure={"type": "dict", "options": FAILURE_SPEC},
             namespaces={"type": "list", "elements": "str", "default": []},
+            plan={"type": "dict"},
             log_lines={"type": "int", "default": 200},
         ),
         supports_check_mode=True,
@@ -191,7 +199,7 @@ def main():
             cluster,
             module.params["dest"],
             failure=summary_failure(module.params["failure"]),
-            namespaces=module.params["namespaces"],
+            namespaces=[*module.params["namespaces"], *plan_namespaces(module.params["plan"])],
             log_lines=module.params["log_lines"],
             server=server,
             error=error,

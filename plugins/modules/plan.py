@@ -13,19 +13,17 @@ description:
     (C(method) from C(gpudirect_rdma_method), and so on); options given in the task win.
   - A bad value fails here, before anything is written to a cluster or a file, with a message
     that names the variable, the value received and what is allowed.
-  - A variable with the C(gpudirect_rdma_) prefix that looks like a misspelt option or setting
-    (for example C(gpudirect_rdma_ipam_rnage)) fails too, naming the one it probably meant.
+  - A C(gpudirect_rdma_*) variable (or C(verify_*), C(uninstall_*), C(diagnostics_*)) that is no
+    option or setting but looks like one (C(gpudirect_rdma_ipam_rnage)) fails too, naming the one
+    meant; so does a role's setting given with the old C(gpudirect_rdma_) prefix.
   - A list option also takes one string of items separated by commas or white space, the form
     the text answer of an Ansible Automation Platform survey has; C(ens8f0np0,ens8f1np0) is
     C([ens8f0np0, ens8f1np0]). Numbers and booleans also take their string forms (C("9000"),
     C("true")).
-  - The other C(gpudirect_rdma_*) variables the playbooks read are checked here as well, when
-    they are set, so every playbook that starts with this task fails on them before its first
-    write - C(take_over), C(render_dir), C(verify_min_gbps) (0 to 3200 Gb/s), C(verify_nodes),
-    C(verify_image), C(verify_keep_pods), C(verify_report_dir), C(verify_diagnostics),
-    C(uninstall_namespaces), C(uninstall_machine_configs), C(uninstall_timeout) (1 to 86400
-    seconds), C(diagnostics_dir), C(diagnostics_log_lines) (0 to 100000),
-    C(diagnostics_namespaces); the roles that read them document them.
+  - The roles' settings are checked here too, before any write - the options of the C(verify),
+    C(uninstall) and C(diagnostics) roles by the type their C(meta/argument_specs.yml) declares
+    (C(verify_min_gbps) 0 to 3200, C(uninstall_timeout) 1 to 86400, C(diagnostics_log_lines) 0 to
+    100000, ...), C(gpudirect_rdma_take_over) and C(gpudirect_rdma_render_dir).
   - Runs on the controller; needs no cluster. Pass the returned C(plan) to
     P(gpudirect.rdma.objects#filter).
 attributes:
@@ -38,9 +36,8 @@ attributes:
 options:
   scope:
     description:
-      - What to check. C(all) plans and checks the settings; C(settings) checks only the other
-        variables (listed above; no plan, so no inventory is needed), as C(playbooks/uninstall.yml)
-        does.
+      - What to check. C(all) plans and checks the settings; C(settings) checks only the settings
+        (listed above; no plan, so no inventory is needed), as C(playbooks/uninstall.yml) does.
       - An option of the task only; no inventory variable sets it.
     type: str
     choices: [all, settings]
@@ -252,10 +249,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 settings:
-  description: The other variables the playbooks read, checked, with their defaults (see the description).
+  description: The settings (see the description) by variable name, checked, with their defaults.
   returned: success
   type: dict
-  sample: {take_over: false, verify_min_gbps: 100, uninstall_timeout: 1800}
+  sample: {gpudirect_rdma_take_over: false, verify_min_gbps: 100, uninstall_timeout: 1800}
 plan:
   description: The normalised plan every builder reads (method, fabric, rails, ipam, operators, images, ...).
   returned: success with I(scope=all)

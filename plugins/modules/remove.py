@@ -14,13 +14,17 @@ description:
     same kinds without that label belong to somebody else and stay.
   - Each stage's objects are deleted together, then the module waits until every one is gone
     before the next stage, so an operator that still runs cleans up after its operands.
-  - "Stages and their kinds, in uninstall order: C(test-pods) (the bandwidth test's Pods);
-    C(networks) (MacvlanNetwork, IPoIBNetwork, HostDeviceNetwork, SriovNetwork, SriovIBNetwork,
-    IPPool); C(node-policies) (SriovNetworkNodePolicy); C(cluster-policy) (ClusterPolicy);
-    C(nic-cluster-policy) (NicClusterPolicy); C(sriov-operator-config) (SriovOperatorConfig);
-    C(nfd-instance) (NodeFeatureDiscovery); C(operators) (Subscription, then the
-    ClusterServiceVersions they installed, then OperatorGroup); C(machine-configs)
-    (MachineConfig); C(namespaces) (Namespace)."
+  - "Stages, in uninstall order (the reverse of the steps of M(gpudirect.rdma.step)):
+    C(test-pods) (the bandwidth test's Pods); C(method) (the RDMA networks, IPPools and SR-IOV
+    node policies of any method, then, when node policies went, the SR-IOV node states synced
+    again, their VFs removed); C(gpu-operator) (ClusterPolicy); C(machine-config) (MachineConfig,
+    then every MachineConfigPool rendered without them and updated: their nodes reboot);
+    C(network-operator) (NicClusterPolicy and the registry pull Secret);
+    C(sriov-network-operator) (SriovOperatorConfig); C(nfd) (NodeFeatureDiscovery);
+    C(operators) (for each operator in the same order: its Subscription, then the
+    ClusterServiceVersions it installed, then its OperatorGroup); C(namespaces) (Namespace)."
+  - "C(operands) stands for C(test-pods) and every step's stage but C(machine-config), in that
+    order: uninstall removes the MachineConfigs only when asked."
   - "C(operators): OLM leaves an operator's ClusterServiceVersion behind when its Subscription
     goes, so the CSVs the Subscriptions name, and those OLM installed under the collection's
     OperatorGroup (annotation C(olm.operatorGroup)), are deleted after the Subscriptions."
@@ -45,22 +49,27 @@ options:
     type: list
     elements: str
     required: true
-    choices: [test-pods, networks, node-policies, cluster-policy, nic-cluster-policy,
-              sriov-operator-config, nfd-instance, operators, machine-configs, namespaces]
+    choices: [operands, test-pods, method, gpu-operator, machine-config, network-operator,
+              sriov-network-operator, nfd, operators, namespaces]
   label_selector:
     description: Only objects that also match this selector (e.g. C(gpudirect.rdma/component=nfd)).
     type: str
     default: ""
   timeout:
-    description: Seconds to wait for each stage's objects to be gone.
+    description: Seconds to wait for each stage's objects to be gone, and for what their removal
+      sets off to be rolled out.
     type: int
     default: 600
 """
 
 EXAMPLES = r"""
-- name: Remove the RDMA networks and the SR-IOV node policies of the collection
+- name: Remove the RDMA method's objects (networks, IPPools, SR-IOV node policies)
   gpudirect.rdma.remove:
-    stages: [networks, node-policies]
+    stages: [method]
+
+- name: Remove the test pods and every operand, in the reverse order of the steps
+  gpudirect.rdma.remove:
+    stages: [operands]
 
 - name: Remove the GPU Operator (Subscription, its CSV, OperatorGroup)
   gpudirect.rdma.remove:
@@ -100,37 +109,27 @@ deleted:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
-    Cluster,
-    argument_spec,
-    failing_clearly,
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
+    run_module,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import (  # noqa: E402
+    OPERANDS,
     STAGES,
     Remover,
 )
 
+OPTIONS = {
+    "stages": {"type": "list", "elements": "str", "required": True, "choices": [OPERANDS, *STAGES]},
+    "label_selector": {"type": "str", "default": ""},
+    "timeout": {"type": "int", "default": 600},
+}
 
-def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(
-            stages={"type": "list", "elements": "str", "required": True, "choices": list(STAGES)},
-            label_selector={"type": "str", "default": ""},
-            timeout={"type": "int", "default": 600},
-        ),
-        supports_check_mode=True,
-    )
-    with failing_clearly(module):
-        cluster = Cluster(module)
+
+def body(module, cluster, done) -> dict:
     remover = Remover(cluster, module.check_mode)
-    try:
-        with failing_clearly(module, cluster, results=lambda: remover.results):
-            for stage in module.params["stages"]:
-                remover.remove(stage, module.params["label_selector"], module.params["timeout"])
-    except TimeoutError as error:
-        module.fail_json(msg=str(error), results=remover.results)
+    done["results"] = remover.results
+    for stage in module.params["stages"]:
+        remover.remove(stage, module.params["label_selector"], module.params["timeout"])
     result = {
         "changed": remover.changed,
         "results": remover.results,
@@ -138,7 +137,11 @@ def main():
     }
     if module._diff:
         result["diff"] = remover.diffs
-    module.exit_json(**result)
+    return result
+
+
+def main():
+    run_module(OPTIONS, body, supports_check_mode=True)
 
 
 if __name__ == "__main__":

@@ -128,59 +128,52 @@ gate:
       sample: [{"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", "name": "nic-cluster-policy"}]
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
-    Cluster,
-    argument_spec,
-    failing_clearly,
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
+    ModuleFailure,
+    run_module,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (  # noqa: E402
     GATE_OPTIONS,
-    GateFailed,
-    GateTimeout,
     incomplete_gates,
     to_gate,
     wait_for,
 )
 
+OPTIONS = {
+    "gates": {"type": "list", "elements": "dict", "required": True, "options": GATE_OPTIONS},
+    "timeout": {"type": "int", "default": 600},
+    "interval": {"type": "float", "default": 1.0},
+    "stable_for": {"type": "float", "default": 0},
+}
+
+
+def before(module) -> dict | None:
+    incomplete = incomplete_gates([to_gate(spec) for spec in module.params["gates"]])
+    if incomplete:
+        raise ModuleFailure(incomplete)
+    if module.params["stable_for"] < 0:
+        raise ModuleFailure(
+            f"stable_for: got {module.params['stable_for']}; expected 0 or more seconds"
+        )
+    if module.check_mode:
+        return {"changed": False, "seconds": {}, "msg": "check mode: nothing to wait for"}
+    return None
+
+
+def body(module, cluster, done) -> dict:
+    params = module.params
+    seconds = wait_for(
+        cluster,
+        [to_gate(spec) for spec in params["gates"]],
+        params["timeout"],
+        params["interval"],
+        stable_for=params["stable_for"],
+    )
+    return {"changed": False, "seconds": seconds}
+
 
 def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(
-            gates={"type": "list", "elements": "dict", "required": True, "options": GATE_OPTIONS},
-            timeout={"type": "int", "default": 600},
-            interval={"type": "float", "default": 1.0},
-            stable_for={"type": "float", "default": 0},
-        ),
-        supports_check_mode=True,
-    )
-    gates = [to_gate(spec) for spec in module.params["gates"]]
-    incomplete = incomplete_gates(gates)
-    if incomplete:
-        module.fail_json(msg=incomplete)
-    if module.check_mode:
-        module.exit_json(
-            changed=False, seconds={}, msg="check mode: nothing was applied, nothing to wait for"
-        )
-    if module.params["stable_for"] < 0:
-        module.fail_json(
-            msg=f"stable_for: got {module.params['stable_for']}; expected 0 or more seconds"
-        )
-    with failing_clearly(module):
-        cluster = Cluster(module)
-    try:
-        with failing_clearly(module, cluster):
-            seconds = wait_for(
-                cluster,
-                gates,
-                module.params["timeout"],
-                module.params["interval"],
-                stable_for=module.params["stable_for"],
-            )
-    except (GateTimeout, GateFailed) as error:
-        module.fail_json(msg=str(error), gate=error.report())
-    module.exit_json(changed=False, seconds=seconds)
+    run_module(OPTIONS, body, before=before, supports_check_mode=True)
 
 
 if __name__ == "__main__":

@@ -24,14 +24,10 @@ from __future__ import annotations
 
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import OLM_KINDS, component_of
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders.common import (
-    GPU_OPERATOR,
-    MACHINE_CONFIG,
-    METHOD_COMPONENTS,
-    NETWORK_OPERATOR,
-    NFD,
-    SRIOV_NETWORK_OPERATOR,
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
+    component_of,
+    is_olm,
+    wave,
 )
 
 MARKER = "# Rendered by gpudirect.rdma (playbooks/render.yml). Edit the inventory, not this file."
@@ -39,21 +35,12 @@ MARKER = "# Rendered by gpudirect.rdma (playbooks/render.yml). Edit the inventor
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
-OPERATOR_WAVE = 0
-OPERAND_WAVES = {
-    NFD: 1,
-    SRIOV_NETWORK_OPERATOR: 1,
-    NETWORK_OPERATOR: 2,
-    MACHINE_CONFIG: 3,
-    GPU_OPERATOR: 4,
-}
-METHOD_WAVE = 5
 WAVES_COMMENT = (
     "# Argo CD sync waves: operators 0, operands 1-4 (site.yml's order), the RDMA method 5.\n"
     "# The transformers add them at build time; the object files stay what site.yml applies."
 )
-# Kinds OpenShift serves before any of the four operators is installed.
-PLATFORM_KINDS = (*OLM_KINDS, "MachineConfig")
+# Kinds OpenShift serves before any of the four operators is installed, besides the OLM kinds.
+PLATFORM_KINDS = ("MachineConfig",)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -112,22 +99,21 @@ def kustomize_tree(objects: list[dict]) -> dict[str, str]:
 
 
 def sync_wave(obj: dict) -> int:
-    """The Argo CD sync wave of an object: operators, then operands in site.yml's order, then
-    the RDMA method."""
-    if obj["kind"] in OLM_KINDS:
-        return OPERATOR_WAVE
-    component = component_of(obj)
-    if component in OPERAND_WAVES:
-        return OPERAND_WAVES[component]
-    if component in METHOD_COMPONENTS.values():
-        return METHOD_WAVE
-    raise ValueError(f"{obj['kind']} {obj['metadata']['name']}: no sync wave for {component}")
+    """The Argo CD sync wave of an object: operators, then operands in the order of the steps
+    (steps.py), then the RDMA method."""
+    try:
+        return wave(obj)
+    except ValueError:
+        component = component_of(obj)
+        raise ValueError(
+            f"{obj['kind']} {obj['metadata']['name']}: no sync wave for {component}"
+        ) from None
 
 
 def argocd_annotations(obj: dict) -> dict[str, str]:
     """The annotations Argo CD reads, as the component's kustomization.yaml adds them."""
     annotations = {SYNC_WAVE: str(sync_wave(obj))}
-    if obj["kind"] not in PLATFORM_KINDS:
+    if not is_olm(obj) and obj["kind"] not in PLATFORM_KINDS:
         annotations[SYNC_OPTIONS] = SKIP_DRY_RUN
     return annotations
 

@@ -23,6 +23,7 @@ SHIPPED = (
     "changelogs/changelog.yaml",
     "changelogs/config.yaml",
     "tests/sanity",
+    "docs",
     "README.md",
     "LICENSE",
     "requirements.txt",
@@ -124,7 +125,7 @@ def test_the_manifest_declares_galaxy_yml_and_its_dependency(tarball):
         key: manifest[key] for key in ("repository", "documentation", "homepage", "issues")
     } == {
         "repository": repository,
-        "documentation": f"{repository}/blob/main/README.md",
+        "documentation": f"{repository}/tree/main/docs",
         "homepage": repository,
         "issues": f"{repository}/issues",
     }

@@ -142,7 +142,7 @@ def runs(request, control_plane, probe, tmp_path_factory) -> dict:
         if case.extra:
             args += ["-e", json.dumps(case.extra_variables())]
         if playbook == "verify":
-            args += ["-e", f"gpudirect_rdma_verify_report_dir={folder}"]
+            args += ["-e", f"verify_report_dir={folder}"]
         jobs.append(((case.id, playbook), user, PLAYBOOKS[playbook], args, kubeconfig, folder))
     control_kubeconfig = base / "control-kubeconfig"
     control_plane.write_kubeconfig(

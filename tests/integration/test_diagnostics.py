@@ -53,7 +53,7 @@ def test_a_site_run_that_fails_on_a_gate_leaves_an_archive_naming_the_gate_and_i
         "-e",
         "network_operator_ready_timeout=5",
         "-e",
-        f"gpudirect_rdma_diagnostics_dir={tmp_path}",
+        f"diagnostics_dir={tmp_path}",
         check=False,
     )
     assert result.returncode != 0
@@ -69,7 +69,7 @@ def test_a_site_run_that_fails_on_a_gate_leaves_an_archive_naming_the_gate_and_i
     summary = yaml.safe_load(files["summary.yaml"])
     assert summary["reachable"] is True
     assert summary["failure"]["task"] == (
-        "Wait for the NicClusterPolicy (DOCA driver and device plugin) to be ready"
+        "NVIDIA Network Operator - operator through OLM, its NicClusterPolicy, ready"
     )
     assert summary["failure"]["message"].startswith("gate 'NicClusterPolicy ready' not reached")
     gate = summary["gate"]
@@ -134,7 +134,7 @@ def test_a_failed_bandwidth_test_leaves_its_pods_logs_and_statuses(
         "shared-device-roce",
         tmp_path,
         "-e",
-        "gpudirect_rdma_verify_min_gbps=100",
+        "verify_min_gbps=100",
         check=False,
     )
     assert result.returncode != 0
@@ -173,9 +173,9 @@ def test_diagnostics_on_demand_reads_the_cluster_and_writes_nothing_to_it(
         "-i",
         str(REPO_ROOT / "inventories" / "shared-device-roce"),
         "-e",
-        f"gpudirect_rdma_diagnostics_dir={tmp_path / 'planned'}",
+        f"diagnostics_dir={tmp_path / 'planned'}",
     )
-    without = run_playbook(DIAGNOSTICS, "-e", f"gpudirect_rdma_diagnostics_dir={tmp_path / 'bare'}")
+    without = run_playbook(DIAGNOSTICS, "-e", f"diagnostics_dir={tmp_path / 'bare'}")
     assert audit.writes(ADMIN_USER) == [], [str(w) for w in audit.writes(ADMIN_USER)]
     assert audit.requests(ADMIN_USER), "the playbook read the cluster"
     for result, folder in ((with_inventory, "planned"), (without, "bare")):
@@ -202,7 +202,7 @@ def test_an_api_server_out_of_reach_still_gives_an_archive_with_the_error(
     result = run_playbook(
         DIAGNOSTICS,
         "-e",
-        f"gpudirect_rdma_diagnostics_dir={tmp_path / 'out'}",
+        f"diagnostics_dir={tmp_path / 'out'}",
         kubeconfig=unreachable,
     )
     output = " ".join(result.stdout.split())

@@ -16,7 +16,7 @@ import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import managed_kinds
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, api_client, started
 from tests.integration.helpers import playbook_command, playbook_env, wait_for
@@ -108,7 +108,7 @@ def managed_objects(plane) -> dict[tuple, dict]:
     """Every object carrying the collection's label, by (apiVersion, kind, namespace, name)."""
     dynamic = DynamicClient(fresh_client(plane))
     found = {}
-    for api_version, kind, _stage in MANAGED_KINDS:
+    for api_version, kind in managed_kinds():
         resource = dynamic.resources.get(api_version=api_version, kind=kind)
         for item in resource.get(label_selector=MANAGED).to_dict()["items"]:
             metadata = item["metadata"]
@@ -215,9 +215,9 @@ def test_two_runs_at_once_end_in_the_objects_of_one_run(plane, one_run, tmp_path
         PLAYBOOKS / "uninstall.yml",
         *site_args(
             "-e",
-            "gpudirect_rdma_uninstall_namespaces=true",
+            "uninstall_namespaces=true",
             "-e",
-            "gpudirect_rdma_uninstall_machine_configs=true",
+            "uninstall_machine_configs=true",
         ),
     )
     assert code == 0, out[-4000:]
@@ -248,12 +248,13 @@ def test_two_runs_at_once_end_in_the_objects_of_one_run(plane, one_run, tmp_path
 # Each task's duration at the end of the output (ansible.posix, which the ansible package carries).
 PROFILED = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"}
 WAIT_TASK = re.compile(
-    r"Wait for the NicClusterPolicy \(DOCA driver and device plugin\) to be ready -+ ([0-9.]+)s"
+    r"NVIDIA Network Operator - operator through OLM, its NicClusterPolicy, ready -+ ([0-9.]+)s"
 )
 
 
 def wait_task_seconds(output: str) -> float:
-    """How long the role's wait task took, as profile_tasks measured it."""
+    """How long the role's one task took (its install finds the operator installed, its
+    operand unchanged: the rest is the wait), as profile_tasks measured it."""
     found = WAIT_TASK.findall(output)
     assert found, output[-3000:]
     return float(found[-1])

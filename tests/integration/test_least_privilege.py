@@ -20,7 +20,7 @@ import yaml
 from kubernetes import dynamic
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import build_objects
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import (
@@ -134,9 +134,9 @@ def one_line(result) -> str:
 # uninstall.yml's options for removing everything, namespaces and MachineConfigs too.
 EVERYTHING = (
     "-e",
-    "gpudirect_rdma_uninstall_namespaces=true",
+    "uninstall_namespaces=true",
     "-e",
-    "gpudirect_rdma_uninstall_machine_configs=true",
+    "uninstall_machine_configs=true",
 )
 
 

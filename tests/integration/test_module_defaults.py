@@ -2,7 +2,8 @@
 and to kubernetes.core's alike (meta/runtime.yml's k8s group extends kubernetes.core.k8s): with
 no K8S_AUTH_* variable and no kubeconfig anywhere else, gpudirect.rdma.wait and
 kubernetes.core.k8s_info both reach the API server through the kubeconfig the group sets, and
-both fail without it."""
+both fail without it. The gpudirect_rdma_kubeconfig variable (and its siblings) gives the same
+connection to the collection's modules and roles."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ WAIT = "The namespace exists (gpudirect.rdma.wait, a gate already met)"
 INFO = "Its ConfigMaps (kubernetes.core.k8s_info)"
 
 
-def playbook(path: Path, namespace: str, defaults: dict | None) -> Path:
+def playbook(
+    path: Path, namespace: str, defaults: dict | None, variables: dict | None = None
+) -> Path:
     """A read-only play: one module of this collection and one of kubernetes.core, each
     reading something of `namespace`; module_defaults on the play when given."""
     play = {
@@ -57,6 +60,8 @@ def playbook(path: Path, namespace: str, defaults: dict | None) -> Path:
     }
     if defaults is not None:
         play["module_defaults"] = {GROUP: defaults}
+    if variables is not None:
+        play["vars"] = variables
     path.write_text(yaml.safe_dump([play], sort_keys=False))
     return path
 
@@ -127,3 +132,18 @@ def test_without_module_defaults_both_modules_find_no_cluster(
         assert "No configuration found" in result["msg"], result
     touched = [r for r in audit.requests() if namespace in (r.namespace, r.name)]
     assert not touched, [str(r) for r in touched]
+
+
+def test_the_connection_variables_connect_the_collections_modules(
+    control_plane, namespace, audit, home, tmp_path
+):
+    variables = {"gpudirect_rdma_kubeconfig": str(control_plane.kubeconfig)}
+    results = run(playbook(tmp_path / "variables.yml", namespace, None, variables), home)
+
+    wait = results[WAIT]
+    assert not wait.get("failed"), wait
+    assert set(wait["seconds"]) == {"namespace exists"}, wait
+    seen = {(r.verb, r.resource, r.namespace, r.name, r.code) for r in audit.requests(ADMIN_USER)}
+    assert ("get", "namespaces", namespace, namespace, 200) in seen, sorted(seen)
+    # kubernetes.core's modules do not read the collection's variables: module_defaults does.
+    assert "No configuration found" in results[INFO]["msg"]

@@ -126,9 +126,7 @@ def test_the_registry_password_is_never_printed_rendered_or_archived(
 
     # The archive never reads Secrets.
     archives = tmp_path / "archives"
-    playbook(
-        run_playbook, DIAGNOSTICS, credentials, "-e", f"gpudirect_rdma_diagnostics_dir={archives}"
-    )
+    playbook(run_playbook, DIAGNOSTICS, credentials, "-e", f"diagnostics_dir={archives}")
     with tarfile.open(archive_in(archives)) as archive:
         for member in archive.getmembers():
             if member.isfile():
@@ -156,7 +154,7 @@ def test_the_registry_password_is_never_printed_rendered_or_archived(
         "-e",
         "network_operator_ready_timeout=3",
         "-e",
-        f"gpudirect_rdma_diagnostics_dir={archives}",
+        f"diagnostics_dir={archives}",
         check=False,
     )
     assert failed.returncode != 0

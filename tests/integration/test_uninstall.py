@@ -11,7 +11,7 @@ import pytest
 from kubernetes import dynamic
 from kubernetes.dynamic.exceptions import ConflictError, NotFoundError
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import managed_kinds
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT
 from tests.integration.helpers import wait_for
@@ -202,7 +202,7 @@ def delete(kube, obj: dict) -> None:
 
 def managed_left(kube) -> list[str]:
     left = []
-    for api_version, kind, _stage in MANAGED_KINDS:
+    for api_version, kind in managed_kinds():
         items = _resource(kube, {"apiVersion": api_version, "kind": kind}).get(
             label_selector=MANAGED
         )
@@ -266,11 +266,11 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
     result = run_playbook(
         UNINSTALL,
         "-e",
-        "gpudirect_rdma_uninstall_namespaces=true",
+        "uninstall_namespaces=true",
         "-e",
-        "gpudirect_rdma_uninstall_machine_configs=true",
+        "uninstall_machine_configs=true",
         "-e",
-        "gpudirect_rdma_uninstall_timeout=90",
+        "uninstall_timeout=90",
     )
     assert recap(result.stdout)["failed"] == 0
     assert managed_left(kube) == []
@@ -294,9 +294,9 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
     second = run_playbook(
         UNINSTALL,
         "-e",
-        "gpudirect_rdma_uninstall_namespaces=true",
+        "uninstall_namespaces=true",
         "-e",
-        "gpudirect_rdma_uninstall_machine_configs=true",
+        "uninstall_machine_configs=true",
     )
     assert recap(second.stdout)["changed"] == 0
     assert again.writes(ADMIN_USER) == []
@@ -309,7 +309,7 @@ def _ns(name: str) -> dict:
 def test_namespaces_that_existed_before_or_hold_a_users_objects_are_kept(
     run_playbook, harness, core, kube
 ):
-    run_playbook(UNINSTALL, "-e", "gpudirect_rdma_uninstall_namespaces=true")
+    run_playbook(UNINSTALL, "-e", "uninstall_namespaces=true")
     wait_for(
         lambda: not any(exists(kube, _ns(n)) for n in OPERATOR_NAMESPACES),
         what="the operator namespaces gone",
@@ -325,7 +325,7 @@ def test_namespaces_that_existed_before_or_hold_a_users_objects_are_kept(
     theirs["metadata"] = {**theirs["metadata"], "namespace": SRIOV_NAMESPACE}
     create(kube, theirs)
 
-    result = run_playbook(UNINSTALL, "-e", "gpudirect_rdma_uninstall_namespaces=true", "-v")
+    result = run_playbook(UNINSTALL, "-e", "uninstall_namespaces=true", "-v")
     output = " ".join(result.stdout.split())
     assert "it existed before gpudirect.rdma adopted it" in output
     assert (

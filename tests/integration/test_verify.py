@@ -27,7 +27,7 @@ def verify(run_playbook, inventory, report_dir, *extra, check=True):
         "-e",
         f"@{TIMEOUTS}",
         "-e",
-        f"gpudirect_rdma_verify_report_dir={report_dir}",
+        f"verify_report_dir={report_dir}",
         "-e",
         "verify_timeout=60",
         *extra,
@@ -51,9 +51,7 @@ def shared_device_roce(run_playbook, harness):
 
 
 def test_a_passing_pair(shared_device_roce, run_playbook, core, tmp_path):
-    result = verify(
-        run_playbook, "shared-device-roce", tmp_path, "-e", "gpudirect_rdma_verify_min_gbps=150"
-    )
+    result = verify(run_playbook, "shared-device-roce", tmp_path, "-e", "verify_min_gbps=150")
     assert recap(result.stdout)["failed"] == 0
     report = json.loads((tmp_path / "verify-report.json").read_text())
     assert report["passed"] is True
@@ -78,7 +76,7 @@ def test_a_pair_below_the_threshold_fails_and_the_report_says_why(
         "shared-device-roce",
         tmp_path,
         "-e",
-        "gpudirect_rdma_verify_min_gbps=100",
+        "verify_min_gbps=100",
         check=False,
     )
     assert result.returncode != 0
@@ -141,7 +139,7 @@ def test_too_few_nodes_is_a_clear_error(run_playbook, harness, tmp_path):
         "shared-device-roce",
         tmp_path,
         "-e",
-        '{"gpudirect_rdma_verify_nodes": ["worker-0", "worker-0"]}',
+        '{"verify_nodes": ["worker-0", "worker-0"]}',
         check=False,
     )
     assert result.returncode != 0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import verify
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import verify
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INVENTORIES = REPO_ROOT / "inventories"
@@ -20,12 +20,11 @@ def inputs(name: str) -> dict:
 
 def bandwidth_pods(plan: dict) -> list[dict]:
     """The verify role's server pods on one node, with the role's default settings."""
+    defaults = yaml.safe_load(
+        (REPO_ROOT / "roles" / "verify" / "defaults" / "main.yml").read_text()
+    )
     settings = {
-        "image": verify.DEFAULT_IMAGE,
-        "perftest": "/root/perftest/ib_write_bw",
-        "size": 65536,
-        "qps": 16,
-        "duration": 30,
-        "port": 10000,
+        key: defaults[f"verify_{key}"]
+        for key in ("image", "perftest", "size", "qps", "duration", "port")
     }
     return verify.server_pods(plan, "worker-0", settings)

@@ -19,13 +19,13 @@ from ansible.template import Templar
 
 from ansible_collections.gpudirect.rdma.plugins.modules import plan as plan_doc
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.inputs import (
     FABRICS,
     METHODS,
     PREFIX,
-    build_plan,
-    unknown_variables,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings import unknown_variables
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_FILE = REPO_ROOT / "playbooks" / "vars" / "aap_configuration.yml"
@@ -70,31 +70,18 @@ ROLE_VARIABLES = {
 }
 
 
-def _text(description) -> str:
-    return " ".join(description) if isinstance(description, list) else str(description or "")
-
-
 def documented() -> dict[str, dict]:
-    """Every documented gpudirect_rdma_* variable: its option (type, choices, default) and who
-    reads it: 'plan' (ansible-doc gpudirect.rdma.plan) or the role whose argument spec names it
-    (an option named like it, or an option <role>_<x> whose description names
-    C(gpudirect_rdma_<role>_<x>) and whose default the role's defaults take from it)."""
+    """Every documented variable: the plan's options (ansible-doc gpudirect.rdma.plan) by their
+    gpudirect_rdma_ names, read by 'plan', and every role's options by their own names (a role's
+    settings carry its name, as verify_min_gbps), read by that role."""
     variables = {
         PREFIX + name: {**option, "reader": "plan"}
         for name, option in yaml.safe_load(plan_doc.DOCUMENTATION)["options"].items()
     }
     for spec_file in sorted(REPO_ROOT.glob("roles/*/meta/argument_specs.yml")):
-        role = spec_file.parents[1].name
-        defaults_file = spec_file.parents[1] / "defaults" / "main.yml"
-        defaults = defaults_file.read_text() if defaults_file.exists() else ""
         options = yaml.safe_load(spec_file.read_text())["argument_specs"]["main"]["options"]
         for name, option in options.items():
-            if name.startswith(PREFIX):
-                variables.setdefault(name, {**option, "reader": role})
-                continue
-            name = PREFIX + name
-            if f"C({name})" in _text(option.get("description")) and name in defaults:
-                variables.setdefault(name, {**option, "reader": role})
+            variables.setdefault(name, {**option, "reader": spec_file.parents[1].name})
     return variables
 
 

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import STAGES
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
-    COMPONENTS,
-    build_objects,
-    verify,
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import (
+    OPERAND_STAGES,
+    STAGES,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
+    build_objects,
+    components,
+    managed_kinds,
+)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import verify
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import NAMES, bandwidth_pods, inputs
 
-MANAGED = {(api_version, kind) for api_version, kind, _stage in MANAGED_KINDS}
+MANAGED = set(managed_kinds())
 
 
 def created(name: str) -> list[dict]:
@@ -29,20 +32,29 @@ def test_every_object_is_labelled_and_of_a_kind_uninstall_removes(name):
         labels = obj["metadata"]["labels"]
         where = f"{obj['kind']} {obj['metadata']['name']}"
         assert labels["app.kubernetes.io/managed-by"] == "gpudirect.rdma", where
-        assert labels["gpudirect.rdma/component"] in (*COMPONENTS, verify.COMPONENT), where
+        assert labels["gpudirect.rdma/component"] in (*components(), verify.COMPONENT), where
         assert (obj["apiVersion"], obj["kind"]) in MANAGED, f"uninstall would miss {where}"
 
 
-def test_uninstall_stages_keep_the_order_of_the_issue():
+def test_uninstall_goes_in_the_reverse_order_of_the_steps():
+    # The test pods, the method's objects, the GPU driver before the network driver it builds on,
+    # the MachineConfigs only when asked, then the operators and their Namespaces.
     assert STAGES == (
         "test-pods",
-        "networks",
-        "node-policies",
-        "cluster-policy",
-        "nic-cluster-policy",
-        "sriov-operator-config",
-        "nfd-instance",
+        "method",
+        "gpu-operator",
+        "machine-config",
+        "network-operator",
+        "sriov-network-operator",
+        "nfd",
         "operators",
-        "machine-configs",
         "namespaces",
+    )
+    assert OPERAND_STAGES == (
+        "test-pods",
+        "method",
+        "gpu-operator",
+        "network-operator",
+        "sriov-network-operator",
+        "nfd",
     )

@@ -1,48 +1,42 @@
 """The RBAC the collection ships (rbac/) stays honest: what the code reads and writes is derived
-by running the engine (preflight, the OLM install, apply and prune, uninstall's every stage,
-diagnostics, the roles' gates) against a cluster that records each request, plus the
-roles' object_info and k8s_log reads; the ClusterRole and the test pods' Role must allow every one
-of those requests, hold no wildcard, and grant nothing that none of them uses."""
+by running the engine (every step of the table, for real and as site.yml's converged check,
+with its preflight, OLM install, apply, prune and gates), the test pods' apply and prune,
+uninstall's every stage with its gates, and diagnostics of every gate, against a cluster that
+records each request, plus the roles' kubernetes.core k8s_info and k8s_log reads; the
+ClusterRole and the test pods' Role must allow every one of those requests, hold no wildcard,
+and grant nothing that none of them uses."""
 
 from __future__ import annotations
 
 import copy
 import functools
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.action.converged import reader_options
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import client as k8s_client
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
-    Applier,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.converged import check
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import client as k8s_client
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import Applier
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics import (
     gather as gather_diagnostics,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import (
-    MANAGED_KINDS,
-    NAMED_OBJECTS,
-)
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import install
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import Engine
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (
     gather as gather_preflight,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import STAGES, Remover
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.secrets import registry_secret
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import Gate, observe, to_gate
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import (
-    COMPONENTS,
-    build_objects,
-    component_objects,
-    select_part,
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
+    Gate,
+    GateTimeout,
+    observe,
+    to_gate,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.gates import COMPONENTS as STEPS
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.gates import gates_for
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import crd_files, harness_crd_files
 from tests.unit.inventories import NAMES, bandwidth_pods, inputs
@@ -123,9 +117,12 @@ class Recorder:
 
     server = "https://recorder.invalid"
 
-    def __init__(self, existing=None, listed=None):
+    def __init__(self, existing=None, listed=None, appear_when_applied=()):
         self.existing = existing or {}
         self.listed = listed or {}
+        # Kinds whose objects exist only once applied (a Subscription the engine creates).
+        self.appear_when_applied = appear_when_applied
+        self.applied: set = set()
         self.gone: set = set()
         self.requests: set = set()
         self.dynamic = self
@@ -144,6 +141,8 @@ class Recorder:
         make = self.existing.get(kind)
         if make is None or (kind, namespace, name) in self.gone:
             return None
+        if kind in self.appear_when_applied and (kind, namespace, name) not in self.applied:
+            return None
         return make(name, namespace)
 
     def list(self, api_version, kind, namespace=None, label_selector=None):
@@ -158,8 +157,9 @@ class Recorder:
         self.note("get", "v1", "Pod", namespace, name, subresource="log")
         return ""
 
-    # Cluster's writes, through the same requests as the real one makes.
-    def apply(self, obj):
+    # Cluster's writes, through the same requests as the real one makes (a dry run asks the
+    # authorizer the same).
+    def apply(self, obj, dry_run=False):
         resource = self.resource(obj["apiVersion"], obj["kind"])
         namespace = obj["metadata"].get("namespace")
         return self.server_side_apply(resource, body=obj, namespace=namespace).to_dict()
@@ -177,6 +177,7 @@ class Recorder:
         if self.get(resource.api_version, resource.kind, name, namespace) is None:
             self.note("create", resource.api_version, resource.kind, namespace, name)
         self.note("patch", resource.api_version, resource.kind, namespace, name)
+        self.applied.add((resource.kind, namespace, name))
         return Served(body)
 
 
@@ -188,11 +189,14 @@ def owned(api_version: str, kind: str, namespace: str | None) -> dict:
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata}
 
 
-def olm_cluster(plan: dict) -> Recorder:
-    """A cluster whose OLM answers: READY catalogs, Subscriptions with an InstallPlan to approve
-    and an installed CSV that has Succeeded."""
+def olm_cluster(plan: dict, listed: dict | None = None, empty: bool = False) -> Recorder:
+    """An OpenShift cluster with two GPU + NIC nodes whose OLM answers: READY catalogs,
+    Subscriptions with an InstallPlan to approve and an installed CSV that has Succeeded; and
+    the objects of listed."""
     starting = [
-        o["spec"].get("startingCSV") for o in build_objects(plan) if o["kind"] == "Subscription"
+        o["spec"].get("startingCSV")
+        for o in table.build_objects(plan)
+        if o["kind"] == "Subscription"
     ]
 
     def subscription(name, namespace):
@@ -204,11 +208,24 @@ def olm_cluster(plan: dict) -> Recorder:
             },
         }
 
+    ready = {"connectionState": {"lastObservedState": "READY"}}
+    labels = {"feature.node.kubernetes.io/pci-15b3.present": "true"}
+    labels["feature.node.kubernetes.io/pci-10de.present"] = "true"
     return Recorder(
+        listed={
+            "CatalogSource": [
+                {"metadata": {"name": name, "namespace": "openshift-marketplace"}, "status": ready}
+                for name in ("redhat-operators", "certified-operators")
+            ],
+            "Node": [{"metadata": {"name": f"worker-{i}", "labels": labels}} for i in (0, 1)],
+            **(listed or {}),
+        },
         existing={
-            "CatalogSource": lambda n, ns: {
-                "status": {"connectionState": {"lastObservedState": "READY"}}
+            "ClusterVersion": lambda n, ns: {
+                "status": {"desired": {"version": plan["openshift_version"] + ".1"}}
             },
+            "CatalogSource": lambda n, ns: {"status": ready},
+            "MachineConfigPool": lambda n, ns: {"metadata": {"name": n}},
             "Subscription": subscription,
             "InstallPlan": lambda n, ns: {
                 "spec": {"approved": False, "clusterServiceVersionNames": starting}
@@ -217,7 +234,8 @@ def olm_cluster(plan: dict) -> Recorder:
                 "metadata": {"name": n, "namespace": ns},
                 "status": {"phase": "Succeeded"},
             },
-        }
+        },
+        appear_when_applied=("Subscription",) if empty else (),
     )
 
 
@@ -233,72 +251,55 @@ def literal(value):
     return TEMPLATED if isinstance(value, str) and "{{" in value else value
 
 
-def role_gates(plan: dict) -> list[Gate]:
-    """The gates the roles wait on: those written out in a role (uninstall's), and those a role
-    takes from gpudirect.rdma.gates, which are the steps' (the MachineConfig step's with a
-    MachineConfig just removed)."""
-    gates = [
-        to_gate({**options, "equals": "never"})
-        for step in STEPS
-        for options in gates_for(plan, step, removed_machine_configs=["99-removed"])
+def every_gate(plan: dict) -> list[Gate]:
+    """Every gate the collection waits on: each step's (the MachineConfig step's with a
+    MachineConfig just removed), each step's after uninstall removed its objects, and those a
+    role writes out itself (verify's)."""
+    removed = [
+        {"action": "deleted", "kind": kind, "name": "99-removed", "namespace": "somewhere"}
+        for kind in ("SriovNetworkNodePolicy", "MachineConfig")
     ]
+    options = [
+        *(g for s in table.STEPS for g in s.gates(plan, {"removed_machine_configs": ["99-x"]})),
+        *(g for s in table.STEPS for g in s.uninstall_gates(removed)),
+    ]
+    gates = [to_gate({**o, "equals": "never"}) for o in options]
     for task in role_tasks():
         spec = task.get("gpudirect.rdma.wait")
-        if not spec:
-            continue
-        if isinstance(spec["gates"], str):
-            assert "gpudirect.rdma.gates(" in spec["gates"] + str(task.get("vars")), task
-            continue
-        for options in spec["gates"]:
+        for each in (spec or {}).get("gates") or []:
             gates.append(
                 to_gate(
                     {
-                        **options,
+                        **each,
                         "equals": "never",
                         "min_count": 1,
-                        "name": literal(options.get("name")),
-                        "namespace": literal(options.get("namespace")),
-                        "label_selector": literal(options.get("label_selector")),
+                        "name": literal(each.get("name")),
+                        "namespace": literal(each.get("namespace")),
+                        "label_selector": literal(each.get("label_selector")),
                     }
                 )
             )
-    assert gates, "the roles wait on gates"
     return gates
 
 
-def converged_cluster(plan: dict, options: dict) -> Recorder:
+def converged_cluster(plan: dict) -> Recorder:
     """A cluster where every object of the plan exists as the collection applied it, and every
     operator's CSV has Succeeded: the converged check goes through all of its reads."""
     applied = {"managedFields": [{"manager": k8s_client.FIELD_MANAGER, "operation": "Apply"}]}
-    by_key = {
-        (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]): obj
-        for obj in options["objects"]
-    }
-
-    def live(kind):
-        def found(name, namespace):
-            obj = by_key.get((kind, namespace, name))
-            if obj is None:
-                return None
-            status = {"installedCSV": "operator.v1"} if kind == "Subscription" else {}
-            return {**obj, "metadata": {**obj["metadata"], **applied}, "status": status}
-
-        return found
-
-    existing = {kind: live(kind) for kind, _namespace, _name in by_key}
-    existing["ClusterServiceVersion"] = lambda n, ns: {
-        "metadata": {"name": n, "namespace": ns},
-        "status": {"phase": "Succeeded"},
-    }
-    return Recorder(existing=existing)
+    listed: dict[str, list] = {}
+    for obj in table.build_objects(plan):
+        status = {"installedCSV": "operator.v1"} if obj["kind"] == "Subscription" else {}
+        live = {**obj, "metadata": {**obj["metadata"], **applied}, "status": status}
+        listed.setdefault(obj["kind"], []).append(live)
+    return olm_cluster(plan, listed)
 
 
 def module_reads() -> set:
-    """The roles' reads of objects (gpudirect.rdma.object_info: one by name, else a list) and of
-    a pod's log (kubernetes.core.k8s_log)."""
+    """The roles' reads through kubernetes.core: objects (k8s_info: one by name, else a list)
+    and a pod's log (k8s_log)."""
     found = set()
     for task in role_tasks():
-        info = task.get("gpudirect.rdma.object_info")
+        info = task.get("kubernetes.core.k8s_info")
         if info:
             api_version = info.get("api_version", "v1")
             verb = "get" if info.get("name") else "list"
@@ -311,9 +312,24 @@ def module_reads() -> set:
     return found
 
 
+LOGIN = {"username": "u", "password": "p"}
+# Settings that make a real run of a step end at its gates at once: nothing here meets them.
+AT_ONCE = {name: {"install_timeout": 1, "ready_timeout": 0} for name in table.NAMES}
+
+
 def requests_of(name: str) -> set:
     plan = build_plan(inputs(name))
-    objects = build_objects(plan)
+    # With Manual approval the engine approves the InstallPlan; with a mirror's login it applies
+    # the pull Secret.
+    plan["operators"] = {
+        key: {**operator, "approval": "Manual"} for key, operator in plan["operators"].items()
+    }
+    plan["image_registry_secret"] = {
+        "name": table.REGISTRY_SECRET_NAME,
+        "namespace": plan["operators"]["network_operator"]["namespace"],
+        "registry": "mirror.local",
+    }
+    objects = table.build_objects(plan)
     pods = bandwidth_pods(plan)
     namespace = plan["network_namespace"]
     found = set()
@@ -328,38 +344,38 @@ def requests_of(name: str) -> set:
         gather_preflight(cluster, plan, objects)
         found |= cluster.requests
 
-    # the OLM install of each operator (Manual approval: its InstallPlan is approved)
-    for component in COMPONENTS:
-        operator = select_part(component_objects(plan, component), "olm")
-        if not operator:
-            continue
-        for obj in operator:
-            if obj["kind"] == "Subscription":
-                obj["spec"]["installPlanApproval"] = "Manual"
-        cluster = olm_cluster(plan)
-        install(cluster, Applier(cluster, False, take_over=True), operator, 5, True, False)
+    # every step for real, one by one, as the roles run them: preflight, the OLM install (its
+    # InstallPlan approved), the operand applied, what the plan no longer has removed, the gates
+    ran = []
+    for step in table.NAMES:
+        cluster = olm_cluster(plan, empty=True)
+        engine = Engine(cluster, plan, take_over=True, settings=AT_ONCE, login=LOGIN)
+        with suppress(GateTimeout):  # the gates are read; most are not met here
+            engine.run([step])
+        ran += [s["step"] for s in engine.steps] or [step]
         found |= cluster.requests
+    assert ran == list(table.NAMES), "every step of the table ran"
 
-    # apply of every object, the test pods and the registry pull Secret included, into an empty
-    # cluster; then the prune of objects the plan no longer has (switching method, the test's
-    # cleanup)
-    listed = {kind: [owned(api, kind, where(kind))] for api, kind, _stage in MANAGED_KINDS}
+    # site.yml's converged check: every step in check mode, down to its gates
+    cluster = converged_cluster(plan)
+    engine = Engine(cluster, plan, check_mode=True, login=LOGIN)
+    engine.run(list(table.NAMES))
+    assert [s["step"] for s in engine.steps] == list(table.NAMES)
+    assert engine.work and all(w.startswith("gate ") for w in engine.work), engine.work
+    found |= cluster.requests
+
+    # the verify role's test pods, applied, then removed by its cleanup's prune
+    listed = {kind: [owned(api, kind, where(kind))] for api, kind in table.managed_kinds()}
     cluster = Recorder(listed=listed)
     applier = Applier(cluster, False)
-    named = [
-        registry_secret(name, "somewhere", "mirror.local", "u", "p", "network-operator")
-        for _stage, _api, kind, name in NAMED_OBJECTS
-        if kind == "Secret"
-    ]
-    assert named, "the pull Secret is the one named object"
-    applier.apply([*objects, *pods, *named])
-    applier.prune([], [{"apiVersion": a, "kind": k} for a, k, _s in MANAGED_KINDS], "", 5)
+    applier.apply(pods)
+    applier.prune([], [{"apiVersion": a, "kind": k} for a, k in table.TEST_POD_KINDS], 5)
     found |= cluster.requests
 
     # uninstall, every stage, with one of the collection's objects of each kind to remove
     listed = {
         kind: [owned(api, kind, None if kind == "Namespace" else where(kind))]
-        for api, kind, _stage in MANAGED_KINDS
+        for api, kind in table.managed_kinds()
     }
     listed["Subscription"][0]["status"] = {"installedCSV": "operator.v1"}
     listed["ClusterServiceVersion"] = [owned("operators.coreos.com/v1alpha1", "X", "somewhere")]
@@ -369,24 +385,27 @@ def requests_of(name: str) -> set:
             **owned(api, "x", namespace),
             "metadata": {**owned(api, "x", namespace)["metadata"], "name": name},
         }
-        for _stage, api, kind, _name in NAMED_OBJECTS
+        for s in table.STEPS
+        for api, kind, _name in s.named
     }
     cluster = Recorder(existing=existing, listed=listed)
     remover = Remover(cluster, False, sleep=lambda _seconds: None)
     for stage in STAGES:
-        remover.remove(stage, "", 5)
+        # The removal's gates are read; nothing here meets them.
+        with suppress(GateTimeout):
+            remover.remove(stage, "", 0)
     found |= cluster.requests
 
     # diagnostics of each gate failing (its objects read again by name), in the operators' and
     # the network's namespaces, with a pod whose log is read
     listed = {
         kind: [owned(api, kind, where(kind))]
-        for api, kind, _stage in MANAGED_KINDS
+        for api, kind in table.managed_kinds()
         if kind != "Namespace"
     }
     listed["Namespace"] = [owned("v1", "Namespace", None)]
     listed["Pod"][0]["spec"] = {"containers": [{"name": "main"}]}
-    for gate in role_gates(plan):
+    for gate in every_gate(plan):
         cluster = Recorder(listed=listed)
         failure = {
             "gate": gate.name,
@@ -401,23 +420,9 @@ def requests_of(name: str) -> set:
         gather_diagnostics(cluster, {"task": "t", "msg": "m", "gate": failure}, [namespace])
         found |= cluster.requests
 
-    # site.yml's converged check of the whole plan, down to its gates
-    options = reader_options(plan, 1, 0, None)
-    cluster = converged_cluster(plan, options)
-    verdict = check(
-        cluster,
-        options["objects"],
-        options["prune"],
-        options["subscriptions"],
-        [to_gate(gate) for gate in options["gates"]],
-        read=options["read"],
-    )
-    assert verdict["work"][0].startswith("gate "), verdict["work"]  # it got as far as the gates
-    found |= cluster.requests
-
-    # the roles' gates, and the verify role's kubernetes.core reads
+    # every gate's own reads
     cluster = Recorder()
-    for gate in role_gates(plan):
+    for gate in every_gate(plan):
         observe(cluster, gate)
     found |= cluster.requests
     return found | module_reads()
@@ -479,11 +484,11 @@ def test_the_collection_writes_test_pods_only_where_the_role_is():
 
 
 def test_every_kind_the_collection_manages_is_in_the_roles():
-    for api_version, kind, _stage in MANAGED_KINDS:
+    for api_version, kind in table.managed_kinds():
         for verb in ("get", "list", "delete"):
             request = (verb, group_of(api_version), resource_of(api_version, kind), "default", None)
             assert allowed(request, "default"), request
-    for _stage, api_version, kind, name in NAMED_OBJECTS:
+    for api_version, kind, name in (named for s in table.STEPS for named in s.named):
         resource = resource_of(api_version, kind)
         for verb in ("get", "create", "patch", "delete"):
             request = (verb, group_of(api_version), resource, "somewhere", name)
@@ -530,9 +535,9 @@ def test_the_binding_example_and_the_messages_name_the_shipped_roles():
 def test_the_collection_creates_no_rbac_objects(name):
     """Creating RBAC would need escalate and bind: the collection must never need them."""
     plan = build_plan(inputs(name))
-    for obj in [*build_objects(plan), *bandwidth_pods(plan)]:
+    for obj in [*table.build_objects(plan), *bandwidth_pods(plan)]:
         assert group_of(obj["apiVersion"]) != "rbac.authorization.k8s.io", obj["kind"]
     assert not any(
         group_of(api) == "rbac.authorization.k8s.io" or kind == "ServiceAccount"
-        for api, kind, _stage in MANAGED_KINDS
+        for api, kind in table.managed_kinds()
     )

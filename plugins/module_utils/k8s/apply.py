@@ -1,28 +1,31 @@
 """Apply objects with server-side apply, writing only what differs.
 
-A converged object costs one GET and no write: it is applied only when a field it sets
-differs from the live object, or when the live object still holds a field this collection's
-field manager set earlier and no longer sets (a method switch that drops a device plugin).
-Ownership: an object that exists without the collection's managed-by label is somebody
-else's; it is changed only when the caller allows it (Namespaces are adopted).
+A converged object costs no write: it is applied only when a field it sets differs from the live
+object, or when the live object still holds a field this collection's field manager set earlier
+and no longer sets (a method switch that drops a device plugin). In check mode the API server is
+asked all the same, with a dry run: the diff shows what it would store, and an object it would
+refuse (a CRD schema, an admission webhook) fails check mode as it would fail the real run.
+Ownership: an object that exists without the collection's managed-by label is somebody else's;
+it is changed only when the caller allows it (Namespaces are adopted).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import re
 import time
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     FIELD_MANAGER,
     NotServed,
+    _server_message,
     list_if_served,
 )
 
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGED_BY = "gpudirect.rdma"
-COMPONENT_LABEL = "gpudirect.rdma/component"
 # Kinds whose existing, foreign instances are simply adopted (labels added, nothing removed).
 # An adopted object is marked, so that uninstall leaves it: it was there before.
 ADOPTED_KINDS = ("Namespace",)
@@ -38,6 +41,11 @@ def identity(obj: dict) -> str:
 
 def owned_by_collection(obj: dict) -> bool:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+def deleting(live: dict | None) -> bool:
+    """An object the API server is deleting (its finalizers, or its contents, still run)."""
+    return bool(live) and bool((live.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def adopted(obj: dict, live: dict) -> dict:
@@ -155,30 +163,6 @@ def clean(obj: dict | None) -> dict:
     return result
 
 
-def merged(live: dict, desired: dict) -> dict:
-    """Roughly what live becomes once desired is applied (for diffs): desired laid over live,
-    minus the fields this collection applied before and no longer sets."""
-    result = _overlay(live, desired)
-    for path in stale_fields(live, desired):
-        keys = path.lstrip(".").split(".")
-        node = result
-        for key in keys[:-1]:
-            node = node.get(key) if isinstance(node, dict) else None
-        if isinstance(node, dict) and "[" not in keys[-1]:
-            node.pop(keys[-1], None)
-    return result
-
-
-def _overlay(live: dict, desired: dict) -> dict:
-    result = copy.deepcopy(live)
-    for key, value in desired.items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = _overlay(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
-
-
 class ForeignObjects(Exception):
     """Objects exist that this collection did not create; nothing was written."""
 
@@ -188,6 +172,23 @@ class ForeignObjects(Exception):
             f"these objects exist and were not created by gpudirect.rdma (no label "
             f"{MANAGED_BY_LABEL}={MANAGED_BY}): {', '.join(names)}. Nothing was changed. "
             "Set gpudirect_rdma_take_over=true to let the collection replace their content."
+        )
+
+
+class Refused(Exception):
+    """The API server refuses an object (its CRD schema, an admission webhook, a conflict):
+    which object, and the server's own words, which name the field."""
+
+    def __init__(self, obj: dict, error, dry_run: bool):
+        self.object = identity(obj)
+        # Not `status`: that would make it an API error to client.failing_clearly.
+        self.http_status = getattr(error, "status", None)
+        self.server_message = _server_message(error)
+        what = "would refuse" if dry_run else "refused"
+        super().__init__(
+            f"the API server {what} {self.object}: {self.http_status} "
+            f"{getattr(error, 'reason', '')}: {self.server_message}"
+            + (" (a server-side dry run in check mode: nothing was written)" if dry_run else "")
         )
 
 
@@ -230,7 +231,8 @@ class Applier:
 
     def apply(self, objects: list[dict]) -> list[dict]:
         """Apply objects in order; every object is checked before the first write. Returns
-        the live objects after the apply (None for what check mode would create)."""
+        the live objects after the apply (in check mode, what the API server would store; None
+        where it cannot say yet: a kind not served or a namespace not created yet)."""
         plans, foreign = [], []
         for obj in objects:
             try:
@@ -243,38 +245,81 @@ class Applier:
             except NotServed as error:
                 if not self.check_mode:
                     raise
-                plans.append((obj, None, "create", [str(error)]))
+                plans.append((obj, None, "create", [str(error)], False))
+                continue
+            if deleting(live):
+                # Being deleted (a Namespace emptied by an uninstall that just ran): created
+                # again once it is gone.
+                plans.append((obj, None, "create", [f"{identity(obj)} is being deleted"], False))
                 continue
             if live is not None and obj["kind"] in ADOPTED_KINDS:
                 obj = adopted(obj, live)
             elif live is not None and not owned_by_collection(live):
                 foreign.append(identity(obj))
             action, reasons = decide(obj, live)
-            plans.append((obj, live, action, reasons))
+            plans.append((obj, live, action, reasons, True))
         if foreign and not self.take_over:
             raise ForeignObjects(foreign)
 
         applied = []
-        for obj, live, action, reasons in plans:
+        for obj, live, action, reasons, served in plans:
+            after = live
             if action != "unchanged":
+                # In check mode the API server cannot judge an object of a kind it does not
+                # serve yet, nor one in a namespace the run would create first.
+                judged = served and self._namespace_exists(obj)
+                if not self.check_mode and not served:
+                    self._wait_until_gone(obj)
+                after = self._apply(obj) if judged or not self.check_mode else None
                 self.diffs.append(
                     {
                         "before_header": identity(obj),
                         "after_header": identity(obj),
                         "before": clean(live),
-                        "after": clean(merged(live or {}, obj)),
+                        "after": clean(after if after is not None else obj),
                     }
                 )
-                if not self.check_mode:
-                    live = self.cluster.apply(obj)
             self.results.append(outcome(obj, _DONE[action], reasons))
-            applied.append(live)
+            applied.append(after)
         return applied
 
+    def _namespace_exists(self, obj: dict) -> bool:
+        namespace = obj["metadata"].get("namespace")
+        if not namespace:
+            return True
+        live = self.cluster.get("v1", "Namespace", namespace)
+        return live is not None and not deleting(live)
+
+    def _wait_until_gone(self, obj: dict, timeout: float = 300) -> None:
+        """Wait until the object that was being deleted is gone, to create it anew."""
+        metadata = obj["metadata"]
+        cluster = fresh(self.cluster)
+        deadline = time.monotonic() + timeout
+        while cluster.get(
+            obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace")
+        ):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"{identity(obj)} is still being deleted after {timeout:.0f}s: "
+                    + _pending(cluster, obj)
+                )
+            time.sleep(0.5)
+
+    def _apply(self, obj: dict) -> dict:
+        """Server-side apply (a dry run in check mode); a refusal names the object."""
+        try:
+            return self.cluster.apply(obj, dry_run=self.check_mode)
+        except Exception as error:
+            # 422: the CRD schema's validation; 500: the server could not make the object into
+            # its schema's types ("failed to create typed patch object") or a webhook failed.
+            if getattr(error, "status", None) in (400, 404, 409, 422, 500):
+                raise Refused(obj, error, self.check_mode) from None
+            raise
+
     def prune(
-        self, keep: list[dict], kinds: list[dict], label_selector: str, timeout: float
+        self, keep: list[dict], kinds: list[dict], timeout: float, label_selector: str = ""
     ) -> None:
-        """Delete the collection's objects of kinds matching label_selector that keep lacks,
+        """Delete the collection's objects of kinds (matching label_selector) that keep lacks,
         and wait until they are gone."""
         wanted = {key_of(obj) for obj in keep}
         doomed = [
@@ -290,41 +335,9 @@ class Applier:
         self.diffs.extend(deletion_diff(item) for item in doomed)
 
 
-_REQUIREMENT = re.compile(
-    r"\s*(?:(?P<absent>!)\s*(?P<absent_key>[^\s,!=()]+)"
-    r"|(?P<key>[^\s,!=()]+)\s*(?:(?P<op>==|=|!=)\s*(?P<value>[^\s,()]*)"
-    r"|\s+(?P<set_op>in|notin)\s*\((?P<values>[^)]*)\))?)\s*(?:,|$)"
-)
-
-
-def matches_selector(labels: dict, selector: str) -> bool:
-    """Whether labels match a Kubernetes label selector (key, !key, key=value, key==value,
-    key!=value, key in (a,b), key notin (a,b); requirements separated by commas), for objects
-    read by name instead of listed with the selector."""
-    position = 0
-    selector = selector.strip()
-    while position < len(selector):
-        found = _REQUIREMENT.match(selector, position)
-        if not found or found.end() == position:
-            raise ValueError(f"label_selector: cannot read {selector[position:]!r}")
-        position = found.end()
-        if found["absent"]:
-            if found["absent_key"] in labels:
-                return False
-            continue
-        key, value = found["key"], labels.get(found["key"])
-        if found["op"] in ("=", "=="):
-            matched = value == found["value"]
-        elif found["op"] == "!=":
-            matched = value != found["value"]
-        elif found["set_op"]:
-            choices = {choice.strip() for choice in found["values"].split(",")}
-            matched = value in choices if found["set_op"] == "in" else value not in choices
-        else:
-            matched = key in labels
-        if not matched:
-            return False
-    return True
+def fresh(cluster):
+    """The cluster itself behind a read cache (k8s.reads.Reads): polls must see new state."""
+    return cluster.fresh() if hasattr(cluster, "fresh") else cluster
 
 
 def owned_objects(cluster, kinds: list[dict], label_selector: str = "") -> list[dict]:
@@ -370,6 +383,7 @@ def delete_and_wait(
         )
     deadline = time.monotonic() + timeout
     remaining = items
+    cluster = fresh(cluster)
     while True:
         remaining = [
             i

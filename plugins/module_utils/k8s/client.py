@@ -95,6 +95,13 @@ class Forbidden(Exception):
         where = f" in namespace {self.namespace}" if self.namespace else ""
         if self.namespace and self.resource == "namespaces":  # the server names it so
             where = f" named {self.namespace}"
+        if not found:
+            # Not the authorizer: an admission plugin (a namespace being terminated, a quota).
+            super().__init__(
+                f"forbidden: the API server refused to {self.verb} {self.resource}: "
+                f"{self.server_message}"
+            )
+            return
         super().__init__(
             f"forbidden: the API server does not allow {who} to {self.verb} {self.resource}"
             f"{where} ({self.server_message}). gpudirect.rdma needs the ClusterRole "
@@ -158,7 +165,11 @@ def _reason(error: BaseException) -> str:
     return _URLLIB3_PREFIX.sub("", str(cause))
 
 
-def _server_of(error: BaseException) -> str | None:
+def server_of(error: BaseException) -> str | None:
+    """The API server a connection error names (urllib3 errors carry their pool, the
+    collection's ApiFailure its server)."""
+    if isinstance(getattr(error, "server", None), str):
+        return error.server
     pool = getattr(error, "pool", None)
     host = getattr(pool, "host", None)
     if not host:
@@ -229,7 +240,7 @@ class Cluster:
         dynamic = getattr(self, "dynamic", None)
         if dynamic is not None:
             return dynamic.configuration.host
-        return (error is not None and _server_of(error)) or self._server
+        return (error is not None and server_of(error)) or self._server
 
     def resource(self, api_version: str, kind: str):
         key = (api_version, kind)
@@ -302,19 +313,23 @@ class Cluster:
             )
         return found.get("items") or []
 
-    def apply(self, obj: dict) -> dict:
-        """Server-side apply obj with the collection's field manager; the live object."""
+    def apply(self, obj: dict, dry_run: bool = False) -> dict:
+        """Server-side apply obj with the collection's field manager; the live object (with
+        dry_run, the object the API server would store, nothing written)."""
         resource = self.resource(obj["apiVersion"], obj["kind"])
         metadata = obj["metadata"]
         where = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
-        with self.requesting(f"applying {obj['kind']} {where}{metadata['name']}"):
+        verb = "dry-run applying" if dry_run else "applying"
+        with self.requesting(f"{verb} {obj['kind']} {where}{metadata['name']}"):
             return self.dynamic.server_side_apply(
                 resource,
                 body=obj,
                 namespace=metadata.get("namespace"),
                 field_manager=FIELD_MANAGER,
                 force_conflicts=True,
-            ).to_dict()
+                dry_run="All" if dry_run else None,
+                serializer=_as_read,
+            )
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
         """Delete one object; one that is already gone is what was asked."""
@@ -384,31 +399,32 @@ def get_if_served(cluster, api_version: str, kind: str, name: str, namespace=Non
 
 
 @contextlib.contextmanager
-def failing_clearly(module, cluster=None, **result):
+def failing_clearly(module, cluster=None, so_far=dict, **result):
     """Inside the block, a refused request (Forbidden), an API server that stops answering
     (ApiFailure) or one that answers an error nothing handled ends the module with a message
-    naming the request and the server instead of a traceback; result entries that are callables
-    are called then (the results so far)."""
+    naming the request and the server instead of a traceback, with the result entries of
+    so_far() (what was done until then) and result (callables are called then)."""
 
-    def so_far() -> dict:
-        return {key: value() if callable(value) else value for key, value in result.items()}
+    def reported() -> dict:
+        entries = {key: value() if callable(value) else value for key, value in result.items()}
+        return {**so_far(), **entries}
 
     try:
         yield
     except Exception as error:
         if isinstance(error, Forbidden):  # who may not do what, and the RBAC that allows it
-            module.fail_json(msg=str(error), **so_far())
+            module.fail_json(msg=str(error), **reported())
         elif isinstance(error, ApiFailure) or _api_status_error(error) or _connection_error(error):
             failure = error
             if not isinstance(error, ApiFailure):
                 request = getattr(cluster, "request", None) or "talking to it"
-                server = cluster._address(error) if cluster is not None else _server_of(error)
+                server = cluster._address(error) if cluster is not None else server_of(error)
                 failure = ApiFailure(request, server, error)
             module.fail_json(
                 msg=str(failure),
                 api_server=failure.server,
                 request=failure.request,
-                **so_far(),
+                **reported(),
             )
         else:
             raise

@@ -36,10 +36,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     ApiFailure,
     NotServed,
     describe_status,
+    server_of,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import OWNED as MANAGED_BY
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import STEPS, managed_kinds
 
-MANAGED_BY = "app.kubernetes.io/managed-by=gpudirect.rdma"
 OLM = "operators.coreos.com/v1alpha1"
 MARKETPLACE = "openshift-marketplace"
 PREFIX = "gpudirect-rdma-diagnostics-"
@@ -97,6 +98,20 @@ ANNOTATIONS_LEFT_OUT = (
 )
 
 
+def plan_namespaces(plan: dict | None) -> list[str]:
+    """The namespaces of a plan's steps (they may have existed before the collection labelled
+    them): each operator's and its catalog's, and those the step table names."""
+    if not plan:
+        return []
+    found = []
+    for step in STEPS:
+        if step.operator:
+            operator = plan["operators"][step.operator]
+            found += [operator["namespace"], operator["source_namespace"]]
+        found += step.namespaces(plan)
+    return list(dict.fromkeys(found))
+
+
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)  # noqa: UP017 - datetime.UTC needs Python 3.11
 
@@ -106,7 +121,7 @@ def kinds_to_read() -> list[tuple[str, str, str]]:
     listed = {(api_version, kind) for api_version, kind, _scope in KINDS}
     extra = [
         (api_version, kind, LABELLED)
-        for api_version, kind, _stage in MANAGED_KINDS
+        for api_version, kind in managed_kinds()
         if (api_version, kind) not in listed
     ]
     return [entry for entry in [*KINDS, *extra] if entry[1] not in NEVER_READ]
@@ -133,18 +148,6 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def server_of(error: BaseException) -> str | None:
-    """The API server a connection error names (urllib3 errors carry their pool, the
-    collection's ApiFailure its server)."""
-    if isinstance(getattr(error, "server", None), str):
-        return error.server
-    pool = getattr(error, "pool", None)
-    host = getattr(pool, "host", None)
-    if not host:
-        return None
-    return f"{getattr(pool, 'scheme', 'https')}://{host}:{getattr(pool, 'port', '')}".rstrip(":")
-
-
 def unreachable(error: BaseException) -> bool:
     """No HTTP answer at all (refused, timed out, TLS), as opposed to an API error."""
     return getattr(error, "status", None) is None and not isinstance(error, NotServed)
@@ -168,7 +171,7 @@ def _metadata(obj: dict) -> dict:
     return metadata
 
 
-def plain(obj: dict) -> dict:
+def trimmed(obj: dict) -> dict:
     """The object without managedFields and the annotations that repeat large documents."""
     return {**obj, "metadata": _metadata(obj)}
 
@@ -176,7 +179,7 @@ def plain(obj: dict) -> dict:
 def csv(obj: dict) -> dict:
     """A ClusterServiceVersion without its install strategy, icon, CRD descriptions and
     alm-examples: name, version, install modes, related images and the whole status remain."""
-    kept = plain(obj)
+    kept = trimmed(obj)
     kept["spec"] = {
         key: value for key, value in (obj.get("spec") or {}).items() if key not in CSV_SPEC_LEFT_OUT
     }
@@ -185,7 +188,7 @@ def csv(obj: dict) -> dict:
 
 def install_plan(obj: dict) -> dict:
     """An InstallPlan with each step's resource named, not its manifest."""
-    kept = plain(obj)
+    kept = trimmed(obj)
     status = dict(obj.get("status") or {})
     if status.get("plan"):
         status["plan"] = [
@@ -207,7 +210,7 @@ def install_plan(obj: dict) -> dict:
 def node(obj: dict) -> dict:
     """A Node with labels, annotations, taints, capacity, allocatable and conditions (the list
     of images it holds is left out)."""
-    kept = plain(obj)
+    kept = trimmed(obj)
     kept["status"] = {
         key: value for key, value in (obj.get("status") or {}).items() if key != "images"
     }
@@ -296,7 +299,7 @@ class Gatherer:
 
     def kind(self, api_version: str, kind: str, scope: str) -> list[dict] | None:
         """Every object of one kind this run reads, or None when the kind is not served."""
-        managed = any(api_version == a and kind == k for a, k, _stage in MANAGED_KINDS)
+        managed = (api_version, kind) in managed_kinds()
         found: dict[tuple, dict] = {}
 
         def take(objects):
@@ -328,7 +331,7 @@ class Gatherer:
             objects = self.kind(api_version, kind, scope)
             if objects is None:
                 continue
-            keep = KEEP.get(kind, plain)
+            keep = KEEP.get(kind, trimmed)
             kept = [keep(obj) for obj in objects]
             if kind == "Event":
                 kept.sort(key=lambda item: item["time"])
@@ -409,7 +412,7 @@ class Gatherer:
             else:
                 snapshot["exists"] = True
                 snapshot["status"] = found.get("status") or {}
-                whole.append(plain(found))
+                whole.append(trimmed(found))
             snapshots.append(snapshot)
         self.out.gate = {**gate_fields(gate), "objects": snapshots}
         self.out.add(
@@ -580,19 +583,10 @@ def write_archive(files: dict[str, str], dest: str, when: datetime) -> str:
     return archive
 
 
-def collect(
-    cluster,
-    dest: str,
-    failure: dict | None = None,
-    namespaces=(),
-    log_lines: int = 200,
-    server: str | None = None,
-    error: str | None = None,
-    when: datetime | None = None,
-) -> dict:
-    """Gather and write; what the module returns."""
-    when = when or utc_now()
-    gathered = gather(cluster, failure, namespaces, log_lines, server, error, when)
+def collect(cluster, dest: str, **options) -> dict:
+    """Gather (with gather()'s options) and write; what the module returns."""
+    when = options.pop("when", None) or utc_now()
+    gathered = gather(cluster, when=when, **options)
     return {
         "archive": write_archive(gathered.files, dest, when),
         "files": list(gathered.files),

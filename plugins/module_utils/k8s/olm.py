@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+    contains,
     identity,
     owned_by_collection,
 )
@@ -189,20 +190,39 @@ def wait_for_csv(
 def install(
     cluster, applier, objects: list[dict], timeout: float, take_over: bool, check_mode: bool
 ) -> dict:
-    """Install one operator from its Namespace, OperatorGroup and Subscription objects."""
-    deadline = time.monotonic() + timeout
+    """Install one operator from its Namespace, OperatorGroup and Subscription objects. In check
+    mode nothing waits: a CatalogSource that is not READY, or a CSV not Succeeded yet, is
+    reported as `waiting`, the work a real run would wait for."""
+    deadline = time.monotonic() + (0 if check_mode else timeout)
     _one(objects, "Namespace")
     operator_group = _one(objects, "OperatorGroup")
     subscription = _one(objects, "Subscription")
-    check_catalog(cluster, subscription, deadline)
-    check_channel(cluster, subscription)
+    result = {
+        "csv": None,
+        "csv_name": None,
+        "approved_install_plans": [],
+        "subscription": identity(subscription),
+        "waiting": None,
+    }
+    metadata = subscription["metadata"]
+    live = cluster.get(OLM, "Subscription", metadata["name"], metadata["namespace"])
+    if live is None or not contains(live, subscription):
+        # The catalog and the channel matter to a Subscription that is created or changed.
+        try:
+            check_catalog(cluster, subscription, deadline)
+        except OlmError as error:
+            if not check_mode or "does not exist" in str(error):
+                raise
+            result["waiting"] = str(error)
+        check_channel(cluster, subscription)
     check_operator_groups(cluster, operator_group, take_over)
     applier.apply(objects)
-    approved: list[str] = []
-    csv = wait_for_csv(cluster, subscription, check_mode, deadline, approved)
-    return {
-        "csv": csv,
-        "csv_name": (csv or {}).get("metadata", {}).get("name"),
-        "approved_install_plans": approved,
-        "subscription": identity(subscription),
-    }
+    csv = wait_for_csv(
+        cluster, subscription, check_mode, deadline, result["approved_install_plans"]
+    )
+    if csv is None and result["waiting"] is None:
+        result["waiting"] = (
+            f"{identity(subscription)} has no ClusterServiceVersion in phase Succeeded"
+        )
+    result.update(csv=csv, csv_name=(csv or {}).get("metadata", {}).get("name"))
+    return result

@@ -14,9 +14,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    COMPONENT_LABEL,
+    METHOD_COMPONENTS,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nfd import (
+    GPU_LABEL,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.sriov import (
+    MAX_VFS_INFINIBAND,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     ADOPTED_KINDS,
-    COMPONENT_LABEL,
     identity,
     owned_by_collection,
 )
@@ -24,25 +33,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     get_if_served,
     list_if_served,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import METHOD_COMPONENTS
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import METHOD_KINDS
 
 SEVERITIES = ("error", "warning", "ok", "skipped")
-NIC_LABEL = "feature.node.kubernetes.io/pci-15b3.present"
-GPU_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 INTEL_NIC_LABEL = "feature.node.kubernetes.io/pci-8086.present"
 NFD_LABEL_PREFIX = "feature.node.kubernetes.io/"
-MAX_VFS_INFINIBAND = 16
-
-# Kinds whose objects tie a configuration to an interface: another one on the same PF conflicts.
-METHOD_KINDS = (
-    ("mellanox.com/v1alpha1", "MacvlanNetwork"),
-    ("mellanox.com/v1alpha1", "IPoIBNetwork"),
-    ("mellanox.com/v1alpha1", "HostDeviceNetwork"),
-    ("nv-ipam.nvidia.com/v1alpha1", "IPPool"),
-    ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy"),
-    ("sriovnetwork.openshift.io/v1", "SriovNetwork"),
-    ("sriovnetwork.openshift.io/v1", "SriovIBNetwork"),
-)
 
 
 def finding(check: str, severity: str, message: str) -> dict:
@@ -68,6 +63,7 @@ class Facts:
     method_objects: list = field(default_factory=list)
     cluster_policies: list = field(default_factory=list)
     pool_configs: list = field(default_factory=list)
+    operator_groups: list = field(default_factory=list)
     machine_config_pool: dict | None = None
 
 
@@ -122,7 +118,12 @@ def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
             for s in states
             if (s.get("status") or {}).get("interfaces")
         } or None
-    devices = list_if_served(cluster, "configuration.net.nvidia.com/v1alpha1", "NicDevice")
+    # The NIC configuration operator's devices, where the SR-IOV operator reports no NICs.
+    devices = (
+        None
+        if facts.node_states
+        else list_if_served(cluster, "configuration.net.nvidia.com/v1alpha1", "NicDevice")
+    )
     if devices:
         facts.nic_devices = {}
         for device in devices:
@@ -131,15 +132,19 @@ def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
             names = [p["networkInterface"] for p in ports if p.get("networkInterface")]
             facts.nic_devices.setdefault(node, []).extend(names)
 
+    # Whole kinds first: a read cache (k8s.reads) then answers the planned objects from them.
+    for api_version, kind in METHOD_KINDS:
+        for item in list_if_served(cluster, api_version, kind) or []:
+            facts.method_objects.append({**item, "apiVersion": api_version, "kind": kind})
+    facts.cluster_policies = list_if_served(cluster, "nvidia.com/v1", "ClusterPolicy") or []
+    facts.operator_groups = (
+        list_if_served(cluster, "operators.coreos.com/v1", "OperatorGroup") or []
+    )
     for obj in objects:
         metadata = obj["metadata"]
         facts.live[identity(obj)] = get_if_served(
             cluster, obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace")
         )
-    for api_version, kind in METHOD_KINDS:
-        for item in list_if_served(cluster, api_version, kind) or []:
-            facts.method_objects.append({**item, "apiVersion": api_version, "kind": kind})
-    facts.cluster_policies = list_if_served(cluster, "nvidia.com/v1", "ClusterPolicy") or []
     facts.pool_configs = (
         list_if_served(cluster, "sriovnetwork.openshift.io/v1", "SriovNetworkPoolConfig") or []
     )
@@ -258,6 +263,8 @@ def _check_olm(facts: Facts) -> list[dict]:
     if not found:
         found.append(
             finding("catalogs", "ok", "CatalogSources exist: " + ", ".join(facts.catalogs))
+            if facts.catalogs
+            else finding("catalogs", "ok", "no operator to install")
         )
     return found
 
@@ -415,6 +422,32 @@ def _check_interfaces(plan: dict, facts: Facts) -> list[dict]:
     return found
 
 
+def _check_operator_groups(objects: list[dict], facts: Facts) -> list[dict]:
+    """OLM allows one OperatorGroup per namespace: another one there, not the collection's,
+    stops the operator's install (gpudirect_rdma_take_over cannot help)."""
+    found = []
+    for group in (o for o in objects if o["kind"] == "OperatorGroup"):
+        namespace = group["metadata"]["namespace"]
+        others = [
+            g["metadata"]["name"]
+            for g in facts.operator_groups
+            if g["metadata"].get("namespace") == namespace
+            and g["metadata"]["name"] != group["metadata"]["name"]
+        ]
+        if others:
+            found.append(
+                finding(
+                    "ownership",
+                    "error",
+                    f"namespace {namespace} already has OperatorGroup {', '.join(others)}, not "
+                    f"the collection's {group['metadata']['name']}; OLM allows one OperatorGroup "
+                    "per namespace. Remove it, or set gpudirect_rdma_operators.<operator>."
+                    "namespace to another namespace",
+                )
+            )
+    return found
+
+
 def _check_ownership(objects: list[dict], facts: Facts, take_over: bool) -> list[dict]:
     found = []
     for obj in objects:
@@ -445,8 +478,11 @@ def _check_ownership(objects: list[dict], facts: Facts, take_over: bool) -> list
                     "or set gpudirect_rdma_take_over: true to replace its content",
                 )
             )
+    found += _check_operator_groups(objects, facts)
     planned = {identity(o) for o in objects}
-    for policy in facts.cluster_policies:
+    # Another ClusterPolicy matters to the step that applies the collection's.
+    applies_one = any(o["kind"] == "ClusterPolicy" for o in objects)
+    for policy in facts.cluster_policies if applies_one else []:
         name = identity({**policy, "kind": "ClusterPolicy"})
         if name not in planned:
             found.append(
@@ -490,7 +526,11 @@ def _check_methods(plan: dict, objects: list[dict], facts: Facts, take_over: boo
         labels = (obj.get("metadata") or {}).get("labels") or {}
         if owned_by_collection(obj):
             component = labels.get(COMPONENT_LABEL)
-            if component in METHOD_COMPONENTS and component != current and name not in planned:
+            if (
+                component in METHOD_COMPONENTS.values()
+                and component != current
+                and name not in planned
+            ):
                 leaving.append(f"{name} ({component})")
             continue
         if name in planned:

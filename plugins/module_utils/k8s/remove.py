@@ -1,4 +1,12 @@
-"""Remove the collection's objects, stage by stage (kinds.py gives the stages and their order).
+"""Remove the collection's objects, stage by stage, in the reverse order of the steps.
+
+Stages come from the step table (steps.py): the bandwidth test's pods first, then each step's
+objects (the RDMA method's first, NFD's last), waiting after each until they are gone and until
+what the step's removal sets off has been rolled out (SR-IOV node states remove the VFs,
+MachineConfigPools render without the MachineConfigs); then the operators, in the same reverse
+order; then the Namespaces. `operands` stands for the test pods and every step that uninstall
+removes unasked, in that order; a step that uninstall removes only when asked (the
+MachineConfigs: their pool reboots) is its own stage.
 
 Only objects with the collection's managed-by label are removed; a user's objects of the same
 kinds stay. Each stage's objects are deleted together, then awaited until gone, so the operators
@@ -13,22 +21,24 @@ Two kinds need more than their label:
   one that holds objects of the managed kinds (other than Pods) that somebody else created:
   deleting it would delete them.
 
-Objects of NAMED_OBJECTS (the registry pull Secret) are never listed: each is read by its name
-in the namespaces of the collection's operators, and removed when it carries the label.
+A step's named objects (the registry pull Secret) are never listed: each is read by its name in
+the namespaces of the collection's operators, and removed when it carries the label.
 """
 
 from __future__ import annotations
 
 import time
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
-    ADOPTED_ANNOTATION,
+from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+    ADOPTED_ANNOTATION,
     delete_and_wait,
     deletion_diff,
     identity,
-    matches_selector,
     outcome,
     owned_by_collection,
     owned_objects,
@@ -37,14 +47,30 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     get_if_served,
     list_if_served,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import (
-    MANAGED_KINDS,
-    kinds,
-    named_objects,
-)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import matching
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import to_gate, wait_for
 
 OLM_V1ALPHA1 = "operators.coreos.com/v1alpha1"
-STAGES = tuple(dict.fromkeys(stage for _api_version, _kind, stage in MANAGED_KINDS))
+TEST_PODS = "test-pods"
+OPERANDS = "operands"
+OPERATORS = "operators"
+NAMESPACES = "namespaces"
+# Every stage, in uninstall order.
+STAGES = (
+    TEST_PODS,
+    *(s.name for s in reversed(table.STEPS)),
+    OPERATORS,
+    NAMESPACES,
+)
+# What `operands` stands for.
+OPERAND_STAGES = (
+    TEST_PODS,
+    *(s.name for s in reversed(table.STEPS) if not s.uninstall_when),
+)
+
+
+def _kinds(pairs) -> list[dict]:
+    return [{"apiVersion": api_version, "kind": kind} for api_version, kind in pairs]
 
 
 def installed_csvs(cluster, subscriptions: list[dict], operator_groups: list[dict]) -> list[dict]:
@@ -77,29 +103,57 @@ class Remover:
         self.sleep = sleep
         self.results: list[dict] = []
         self.diffs: list[dict] = []
+        self.waited: list[str] = []  # the gates waited on after a removal
 
     @property
     def changed(self) -> bool:
         return any(r["action"] == "deleted" for r in self.results)
 
-    def _delete(self, items: list[dict], timeout: float, reason: str) -> None:
-        self.results.extend(
-            delete_and_wait(self.cluster, items, self.check_mode, timeout, [reason], self.sleep)
+    def _delete(self, items: list[dict], timeout: float, reason: str) -> list[dict]:
+        results = delete_and_wait(
+            self.cluster, items, self.check_mode, timeout, [reason], self.sleep
         )
+        self.results.extend(results)
         self.diffs.extend(deletion_diff(item) for item in items)
+        return results
 
     def remove(self, stage: str, label_selector: str, timeout: float) -> None:
-        if stage not in STAGES:
-            raise ValueError(f"stage: got {stage!r}; expected one of {', '.join(STAGES)}")
-        reason = f"uninstall: {stage}"
-        if stage == "operators":
-            self._remove_operators(kinds(stage), label_selector, timeout, reason)
+        if stage == OPERANDS:
+            for each in OPERAND_STAGES:
+                self.remove(each, label_selector, timeout)
             return
-        items = owned_objects(self.cluster, kinds(stage), label_selector)
-        items += self._named_objects(stage, label_selector)
-        if stage == "namespaces":
-            items = self._namespaces_to_delete(items)
-        self._delete(items, timeout, reason)
+        if stage not in STAGES:
+            raise ValueError(
+                f"stage: got {stage!r}; expected {OPERANDS} or one of {', '.join(STAGES)}"
+            )
+        reason = f"uninstall: {stage}"
+        if stage == OPERATORS:
+            for step in reversed(table.STEPS):
+                if step.operator:
+                    selector = ",".join(
+                        s for s in (f"gpudirect.rdma/component={step.name}", label_selector) if s
+                    )
+                    self._remove_operators(selector, timeout, reason)
+            return
+        if stage == TEST_PODS:
+            self._delete(
+                owned_objects(self.cluster, _kinds(table.TEST_POD_KINDS), label_selector),
+                timeout,
+                reason,
+            )
+            return
+        if stage == NAMESPACES:
+            items = owned_objects(self.cluster, _kinds([("v1", "Namespace")]), label_selector)
+            self._delete(self._namespaces_to_delete(items), timeout, reason)
+            return
+        step = table.step(stage)
+        items = owned_objects(self.cluster, _kinds(step.kinds), label_selector)
+        items += self._named_objects(step, label_selector)
+        deleted = self._delete(items, timeout, reason)
+        gates = [to_gate(g) for g in step.uninstall_gates(deleted)]
+        if gates and not self.check_mode:
+            wait_for(self.cluster, gates, timeout, sleep=self.sleep)
+            self.waited.extend(g.name for g in gates)
 
     def _operator_namespaces(self) -> list[str]:
         """The namespaces of the collection's Namespaces and Subscriptions."""
@@ -114,17 +168,14 @@ class Remover:
             found.add(item["metadata"]["namespace"])
         return sorted(found)
 
-    def _named_objects(self, stage: str, label_selector: str) -> list[dict]:
-        wanted = named_objects(stage)
-        if not wanted:
+    def _named_objects(self, step: table.Step, label_selector: str) -> list[dict]:
+        if not step.named:
             return []
         found = []
         for namespace in self._operator_namespaces():
-            for named in wanted:
-                api_version, kind = named["apiVersion"], named["kind"]
-                item = get_if_served(self.cluster, api_version, kind, named["name"], namespace)
-                labels = (item or {}).get("metadata", {}).get("labels") or {}
-                if item and owned_by_collection(item) and matches_selector(labels, label_selector):
+            for api_version, kind, name in step.named:
+                item = get_if_served(self.cluster, api_version, kind, name, namespace)
+                if item and owned_by_collection(item) and matching([item], None, label_selector):
                     found.append({**item, "apiVersion": api_version, "kind": kind})
         return found
 
@@ -132,14 +183,16 @@ class Remover:
         """The collection's Namespaces, less those that existed before it adopted them and
         those that hold objects of the managed kinds that somebody else created."""
         foreign: dict[str, list[str]] = {}
-        for kind in kinds():
+        for api_version, kind in table.managed_kinds():
             # Pods: the operators' own workloads.
-            if kind["kind"] in ("Namespace", "Pod"):
+            if kind in ("Namespace", "Pod"):
                 continue
-            for item in list_if_served(self.cluster, kind["apiVersion"], kind["kind"]) or []:
+            for item in list_if_served(self.cluster, api_version, kind) or []:
                 namespace = item["metadata"].get("namespace")
                 if namespace and not owned_by_collection(item):
-                    foreign.setdefault(namespace, []).append(identity({**item, **kind}))
+                    foreign.setdefault(namespace, []).append(
+                        identity({**item, "apiVersion": api_version, "kind": kind})
+                    )
         doomed = []
         for namespace in namespaces:
             name = namespace["metadata"]["name"]
@@ -156,13 +209,13 @@ class Remover:
             self.results.append(outcome(namespace, "kept", [why]))
         return doomed
 
-    def _remove_operators(
-        self, kinds: list[dict], label_selector: str, timeout: float, reason: str
-    ) -> None:
-        subscription_kind = [k for k in kinds if k["kind"] == "Subscription"]
-        group_kind = [k for k in kinds if k["kind"] == "OperatorGroup"]
-        subscriptions = owned_objects(self.cluster, subscription_kind, label_selector)
-        groups = owned_objects(self.cluster, group_kind, label_selector)
+    def _remove_operators(self, label_selector: str, timeout: float, reason: str) -> None:
+        subscriptions = owned_objects(
+            self.cluster, _kinds([(OLM_V1ALPHA1, "Subscription")]), label_selector
+        )
+        groups = owned_objects(
+            self.cluster, _kinds([("operators.coreos.com/v1", "OperatorGroup")]), label_selector
+        )
         csvs = installed_csvs(self.cluster, subscriptions, groups)
         deadline = time.monotonic() + timeout
         self._delete(subscriptions, timeout, reason)

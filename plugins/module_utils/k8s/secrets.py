@@ -8,11 +8,7 @@ from __future__ import annotations
 import base64
 import json
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
-    COMPONENT_LABEL,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import ownership
 
 DOCKER_CONFIG_JSON = "kubernetes.io/dockerconfigjson"
 
@@ -44,7 +40,7 @@ def registry_secret(
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {MANAGED_BY_LABEL: MANAGED_BY, COMPONENT_LABEL: component},
+            "labels": ownership(component),
         },
         "type": DOCKER_CONFIG_JSON,
         "data": {".dockerconfigjson": _b64(docker_config_json(registry, username, password))},

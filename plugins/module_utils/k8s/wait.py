@@ -10,64 +10,56 @@ rail's resource on the same nodes) share one read per poll.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import time
 from dataclasses import dataclass, field
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
 
-_QUANTITY = re.compile(r"^([0-9]+)([kKMGTPE]i?)?$")
-_UNITS = {
-    "k": 10**3,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
+try:
+    import jmespath
+except ImportError:  # pragma: no cover - a requirement of the collection
+    jmespath = None
+
+try:
+    from kubernetes.utils import parse_quantity
+except ImportError:  # pragma: no cover - client.Cluster reports the missing package
+    parse_quantity = None
+
 MISSING = object()
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def quantity(value) -> int | None:
-    """A Kubernetes quantity as an integer (whole numbers and binary/decimal suffixes)."""
+def quantity(value):
+    """A Kubernetes quantity as a number (kubernetes.utils.parse_quantity: 8, 2Ki, 1.5Gi, 500m),
+    or None when it is none."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    match = _QUANTITY.match(str(value))
-    if not match:
+    try:
+        return parse_quantity(value)
+    except (ValueError, TypeError):
         return None
-    return int(match.group(1)) * _UNITS.get(match.group(2) or "", 1)
 
 
-def lookup(obj, path: list[str]):
-    """The value at path; a step `field=value` on a list picks the first item whose field has
-    that value (e.g. [status, conditions, type=Updated, status])."""
-    for key in path:
-        if isinstance(obj, list) and "=" in key:
-            field_name, _equals, wanted = key.partition("=")
-            obj = next(
-                (
-                    item
-                    for item in obj
-                    if isinstance(item, dict) and str(item.get(field_name)) == wanted
-                ),
-                MISSING,
-            )
-            if obj is MISSING:
-                return MISSING
-        elif isinstance(obj, dict) and key in obj:
-            obj = obj[key]
-        else:
-            return MISSING
-    return obj
+def field_path(path) -> str:
+    """A gate's path as a JMESPath expression: one as given, or a list of keys joined (a key
+    that is not a plain identifier, such as rdma/rdma_shared_device_eth, quoted)."""
+    if isinstance(path, str):
+        return path
+    return ".".join(key if _IDENTIFIER.match(str(key)) else json.dumps(str(key)) for key in path)
+
+
+def lookup(obj, path: str):
+    """The value the JMESPath expression finds in obj; MISSING where it finds nothing."""
+    found = _compiled(path).search(obj)
+    return MISSING if found is None else found
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(path: str):
+    return jmespath.compile(path)
 
 
 def show(value) -> str:
@@ -86,7 +78,7 @@ class Gate:
     name: str
     api_version: str
     kind: str
-    path: list[str]
+    path: str  # a JMESPath expression
     equals: object = None
     one_of: list = field(default_factory=list)
     at_least: int | None = None
@@ -159,15 +151,14 @@ GATE_OPTIONS = {
 
 
 def to_gate(options: dict) -> Gate:
-    """A Gate from its options (GATE_OPTIONS); path dotted or as a list."""
-    path = options["path"]
-    if isinstance(path, str):
-        path = path.split(".")
+    """A Gate from its options (GATE_OPTIONS); path a JMESPath expression or a list of keys."""
+    path = field_path(options["path"])
+    _compiled(path)  # a bad expression fails here, not at the first poll
     return Gate(
         name=options["gate"],
         api_version=options["api_version"],
         kind=options["kind"],
-        path=[str(p) for p in path],
+        path=path,
         equals=options.get("equals"),
         one_of=options.get("one_of") or [],
         at_least=options.get("at_least"),
@@ -247,7 +238,7 @@ class Observation:
 
 def observe(cluster, gate: Gate) -> Observation:
     """Read the gate's objects once and say whether it is met, failed for good, or waiting."""
-    path = ".".join(gate.path)
+    path = gate.path
     try:
         if gate.object_name:
             found = cluster.get(gate.api_version, gate.kind, gate.object_name, gate.namespace)
@@ -299,7 +290,7 @@ class GateError(Exception):
             "name": gate.object_name,
             "namespace": gate.namespace,
             "label_selector": gate.label_selector,
-            "path": ".".join(gate.path),
+            "path": gate.path,
             "expected": gate.expectation,
             "seen": self.observation.seen,
             "objects": list(self.observation.objects),
@@ -317,7 +308,7 @@ class GateFailed(GateError):
 def message(gate: Gate, observation: Observation, waited: float, outcome: str) -> str:
     text = (
         f"gate '{gate.name}' {outcome} after {waited:.0f}s: expected {gate.subject} "
-        f"{'.'.join(gate.path)} to be {gate.expectation}; last seen: {observation.seen}."
+        f"{gate.path} to be {gate.expectation}; last seen: {observation.seen}."
     )
     if gate.hint:
         text += f" Look at: {gate.hint}"
@@ -329,7 +320,7 @@ def unstable_message(
 ) -> str:
     text = (
         f"gate '{gate.name}' not stable after {waited:.0f}s: expected {gate.subject} "
-        f"{'.'.join(gate.path)} to be {gate.expectation} in every read for {stable_for:g}s; "
+        f"{gate.path} to be {gate.expectation} in every read for {stable_for:g}s; "
         f"the gates held together for {held:.0f}s at most; last seen not met: "
         f"{observation.seen}."
     )

@@ -3,6 +3,8 @@ they expected and what arrived."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
@@ -52,8 +54,8 @@ def test_kustomize_tree_lays_out_components(plan):
         "nfd",
         "sriov-network-operator",
         "network-operator",
-        "gpu-operator",
         "machine-config",
+        "gpu-operator",
         "sriov-legacy",
     ]
 
@@ -68,3 +70,31 @@ def test_kustomize_tree_lays_out_components(plan):
 def test_kustomize_tree_rejects_bad_input(value, message):
     with pytest.raises(AnsibleFilterError, match=message):
         kustomize_tree(value)
+
+
+def test_refusal_gives_a_kubernetes_core_403_in_the_collections_words():
+    from ansible_collections.gpudirect.rdma.plugins.filter.refusal import refusal
+
+    body = json.dumps(
+        {
+            "kind": "Status",
+            "status": "Failure",
+            "message": 'nodes is forbidden: User "team" cannot list resource "nodes" in API group '
+            '"" at the cluster scope',
+            "reason": "Forbidden",
+            "details": {"kind": "nodes"},
+            "code": 403,
+        }
+    )
+    failed = f"Failed: (403) Reason: Forbidden HTTP response body: {body} Original traceback: x"
+    assert refusal(failed).startswith(
+        'forbidden: the API server does not allow user "team" to list nodes (nodes is forbidden:'
+    )
+    assert "rbac/gpudirect-rdma-installer.yaml" in refusal(failed)
+    # Anything else comes back as it was: another status, no body, not an RBAC refusal.
+    assert refusal(failed.replace('"code": 403', '"code": 404')) == failed.replace(
+        '"code": 403', '"code": 404'
+    )
+    assert refusal("connection refused") == "connection refused"
+    webhook = failed.replace('User \\"team\\" cannot list resource \\"nodes\\"', "denied")
+    assert refusal(webhook) == webhook

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import pytest
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed, server_of
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics import (
     EVERYWHERE,
     LABELLED,
@@ -22,16 +22,15 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics imp
     file_name,
     gather,
     kinds_to_read,
-    server_of,
     write_archive,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import MANAGED_KINDS
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     Gate,
     GateFailed,
     GateTimeout,
     wait_for,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import managed_kinds
 
 WHEN = datetime(2025, 6, 1, 12, 0, 0, tzinfo=timezone.utc)  # noqa: UP017 - as the engine
 LABELS = {"app.kubernetes.io/managed-by": "gpudirect.rdma"}
@@ -500,7 +499,7 @@ def test_the_archive_holds_the_summary_first_and_is_for_its_owner_only(cluster, 
 
 def test_every_managed_kind_is_read_and_never_a_secret():
     read = {(api_version, kind): scope for api_version, kind, scope in kinds_to_read()}
-    for api_version, kind, _stage in MANAGED_KINDS:
+    for api_version, kind in managed_kinds():
         # The registry pull Secret is the collection's too, and still never read.
         assert ((api_version, kind) in read) == (kind != "Secret"), kind
     assert not [kind for _api_version, kind in read if kind == "Secret"]
@@ -542,7 +541,7 @@ def test_a_timeout_carries_the_gate_and_the_objects_read_last():
         name="NicClusterPolicy ready",
         api_version="mellanox.com/v1alpha1",
         kind="NicClusterPolicy",
-        path=["status", "state"],
+        path="status.state",
         equals="ready",
         object_name="nic-cluster-policy",
     )
@@ -579,7 +578,7 @@ def test_a_failed_gate_over_a_selector_names_every_object_it_read():
         name="servers running",
         api_version="v1",
         kind="Pod",
-        path=["status", "phase"],
+        path="status.phase",
         equals="Running",
         fail_on=["Failed"],
         namespace="default",

@@ -12,7 +12,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
     evaluate,
     summary,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import build_objects
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import NAMES, inputs
 

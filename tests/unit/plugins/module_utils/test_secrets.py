@@ -123,13 +123,13 @@ def test_uninstall_removes_the_pull_secret_with_the_nicclusterpolicy_and_shows_n
     foreign["metadata"]["labels"] = {}
     cluster = StageCluster([policy, secret, namespace, foreign])
     remover = Remover(cluster, check_mode=False, sleep=lambda _seconds: None)
-    remover.remove("nic-cluster-policy", "", timeout=5)
+    remover.remove("network-operator", "", timeout=5)
     assert cluster.deleted == [policy, secret]
     assert "Secret" not in cluster.listed, "Secrets are read by name, never listed"
     # A selector for other components leaves it.
     cluster = StageCluster([secret, namespace])
     Remover(cluster, check_mode=False, sleep=lambda _seconds: None).remove(
-        "nic-cluster-policy", "gpudirect.rdma/component in (shared-device)", timeout=5
+        "network-operator", "gpudirect.rdma/component=shared-device", timeout=5
     )
     assert cluster.deleted == []
     assert SECRET not in json.dumps(remover.diffs)

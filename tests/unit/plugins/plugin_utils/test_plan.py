@@ -3,15 +3,31 @@ variable, the value and what is allowed."""
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+import yaml
+
+from ansible_collections.gpudirect.rdma.plugins.modules import plan as plan_doc
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import (
-    DEFAULTS,
     PlanError,
     build_plan,
     check_inventory,
+)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.inputs import DEFAULTS
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings import (
     check_settings,
     unknown_variables,
+)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
+    GPU_OPERATOR_RELEASES,
+    LATEST_GPU_OPERATOR,
+    LATEST_NETWORK_OPERATOR,
+    NETWORK_OPERATOR_RELEASES,
+)
+
+VERIFY_DEFAULTS = yaml.safe_load(
+    (Path(__file__).resolve().parents[4] / "roles" / "verify" / "defaults" / "main.yml").read_text()
 )
 
 BASE = {
@@ -418,24 +434,54 @@ def test_bad_input_names_variable_value_and_what_is_allowed(overrides, variable,
     assert "; expected " in message
 
 
-def test_every_default_is_a_documented_option():
-    import yaml
-
-    from ansible_collections.gpudirect.rdma.plugins.modules import plan as plan_doc
-
+def test_the_documented_options_are_the_inputs_with_their_defaults():
+    """DOCUMENTATION declares them: the inputs are its options (scope is the task's own), their
+    defaults are its defaults, and a release is one the release data knows, the latest its
+    default."""
     options = yaml.safe_load(plan_doc.DOCUMENTATION)["options"]
-    assert set(options) == {*DEFAULTS, "scope"}  # scope: an option of the task only
-    for name, option in options.items():
-        if "default" in option and name != "scope":
-            assert option["default"] == DEFAULTS[name], name
-        if "choices" in option and name in ("network_operator_release", "gpu_operator_release"):
-            assert DEFAULTS[name] in option["choices"]
+    assert set(options) == {*DEFAULTS, "scope"}
+    assert {name: option.get("default") for name, option in options.items()} == {
+        **DEFAULTS,
+        "scope": "all",
+    }
+    for name, releases in (
+        ("network_operator_release", NETWORK_OPERATOR_RELEASES),
+        ("gpu_operator_release", GPU_OPERATOR_RELEASES),
+    ):
+        assert options[name]["choices"] == list(releases), name
+    assert DEFAULTS["network_operator_release"] == LATEST_NETWORK_OPERATOR
+    assert DEFAULTS["gpu_operator_release"] == LATEST_GPU_OPERATOR
+    # Every input left out of a plan gets its documented default.
+    result = plan()
+    assert (result["mtu"], result["sriov"]["num_vfs"]) == (options["mtu"]["default"], 8)
 
 
 def test_misspelt_variables_are_found():
     assert unknown_variables(
         ["gpudirect_rdma_ipam_rnage", "gpudirect_rdma_method", "gpudirect_rdma_render_dir", "x"]
     ) == [("gpudirect_rdma_ipam_rnage", "gpudirect_rdma_ipam_range")]
+
+
+def test_old_and_misspelt_names_of_settings_name_the_setting():
+    names = [
+        "gpudirect_rdma_verify_min_gbps",
+        "gpudirect_rdma_diagnostics_failure",
+        "uninstall_timout",
+        "verify_min_gbps",
+        "gpudirect_rdma_take_over",
+        "gpudirect_rdma_plan",
+        "verify_plan",
+        "diagnostics_result",
+    ]
+    assert unknown_variables(names) == [
+        ("gpudirect_rdma_verify_min_gbps", "verify_min_gbps"),
+        ("gpudirect_rdma_diagnostics_failure", "diagnostics_failure"),
+        ("uninstall_timout", "uninstall_timeout"),
+    ]
+    # uninstall.yml, which needs no inventory, leaves a misspelt input of the plan alone.
+    assert unknown_variables(["gpudirect_rdma_ipam_rnage"], scope="settings") == []
+    with pytest.raises(PlanError, match="uninstall_timeout, the name the uninstall role reads"):
+        check_inventory({"gpudirect_rdma_uninstall_timeout": 90}, scope="settings")
 
 
 def test_settings_take_survey_strings_and_keep_their_defaults():
@@ -445,12 +491,36 @@ def test_settings_take_survey_strings_and_keep_their_defaults():
     assert settings["verify_min_gbps"] == 150.5
     assert settings["uninstall_namespaces"] is True
     assert settings["verify_nodes"] == ["a", "b"]
-    assert (settings["uninstall_timeout"], settings["take_over"]) == (1800, False)
+    assert (settings["uninstall_timeout"], settings["gpudirect_rdma_take_over"]) == (1800, False)
+    assert settings["verify_image"] == VERIFY_DEFAULTS["verify_image"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("verify_min_gbps", 3200.5, "a number of Gb/s from 0 to 3200"),
+        ("verify_port", 70000, "a whole number from 1 to 65535"),
+        ("verify_duration", "30s", "a whole number of 1 or more"),
+        ("verify_keep_pods", "sometimes", "true or false"),
+        ("verify_image", "quay.io/tools 1", "without white space"),
+        ("verify_perftest", "", "a non-empty string"),
+        ("verify_report_dir", 5, "a folder path"),
+        ("diagnostics_namespaces", ["Kube_System"], "a DNS-1123 label"),
+        ("diagnostics_failure", "site failed", "a mapping"),
+        ("gpudirect_rdma_take_over", "maybe", "true or false"),
+        ("gpudirect_rdma_render_dir", "", "a folder path"),
+    ],
+)
+def test_every_setting_is_checked_by_its_declared_type_and_range(name, value, expected):
+    with pytest.raises(PlanError) as raised:
+        check_settings({name: value})
+    assert raised.value.variable.partition("[")[0] == name
+    assert expected in str(raised.value)
 
 
 def test_check_inventory_plans_and_checks_settings_and_knows_its_scopes():
     variables = {f"gpudirect_rdma_{k}": v for k, v in BASE.items()}
-    checked = check_inventory({**variables, "gpudirect_rdma_uninstall_timeout": "90"})
+    checked = check_inventory({**variables, "uninstall_timeout": "90"})
     assert checked["plan"]["method"] == "shared_device"
     assert checked["settings"]["uninstall_timeout"] == 90
     # Task options win over the inventory.

@@ -1,6 +1,6 @@
 """The rendered tree's Argo CD sync waves: each component's kustomization.yaml annotates every
 object of the folder exactly once (by kind), the object files carry no Argo CD annotation, and
-the operators' files are the ones the README's kubectl sequence applies first.
+the operators' files are the ones docs/gitops.md's kubectl sequence applies first.
 `tests/integration/test_render.py` builds the same trees with `kubectl kustomize`."""
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.builders import build_objects
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import (
     MARKER,
-    OPERATOR_WAVE,
     SKIP_DRY_RUN,
     SYNC_OPTIONS,
     SYNC_WAVE,
@@ -22,7 +21,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import (
 )
 from tests.unit.inventories import NAMES, inputs
 
-# The files the README applies first without Argo CD (the operators), by name.
+# The files docs/gitops.md applies first without Argo CD (the operators), by name.
 OPERATOR_FILE_PREFIXES = ("namespace-", "operatorgroup-", "subscription-")
 
 
@@ -65,7 +64,7 @@ def test_every_object_gets_its_wave_from_its_folders_kustomization(inventory):
         assert argocd == argocd_annotations(obj), path
         assert "argocd.argoproj.io/" not in files[path], f"{path}: the object file stays as applied"
         operator_file = path.rpartition("/")[2].startswith(OPERATOR_FILE_PREFIXES)
-        assert operator_file == (argocd[SYNC_WAVE] == str(OPERATOR_WAVE)), path
+        assert operator_file == (argocd[SYNC_WAVE] == "0"), path
 
 
 @pytest.mark.parametrize("inventory", NAMES)

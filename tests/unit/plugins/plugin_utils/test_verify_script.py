@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = (
-    Path(__file__).resolve().parents[4] / "plugins" / "plugin_utils" / "builders" / "verify_test.sh"
-)
+SCRIPT = Path(__file__).resolve().parents[4] / "plugins" / "plugin_utils" / "verify_test.sh"
 
 
 def write(path: Path, text: str) -> None:

@@ -1,0 +1,71 @@
+"""The Network Operator's secondary networks, one per rail: MacvlanNetwork (shared device over
+RoCE), IPoIBNetwork (shared device over InfiniBand), HostDeviceNetwork (host device), and the
+nv-ipam IPPools they draw addresses from when ipam_type is nv-ipam."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    METHOD_COMPONENTS,
+    new_object,
+    rail_ipam,
+)
+
+API_VERSION = "mellanox.com/v1alpha1"
+
+
+def _network(plan: dict, rail: dict) -> dict:
+    component = METHOD_COMPONENTS[plan["method"]]
+    spec: dict = {"networkNamespace": plan["network_namespace"]}
+    if plan["method"] == "host_device":
+        kind = "HostDeviceNetwork"
+        spec["resourceName"] = rail["resource_name"]
+    elif plan["fabric"] == "infiniband":
+        kind = "IPoIBNetwork"
+        spec["master"] = rail["interface"]
+    else:
+        kind = "MacvlanNetwork"
+        spec.update({"master": rail["interface"], "mode": "bridge", "mtu": plan["mtu"]})
+    spec["ipam"] = rail_ipam(plan, rail)
+    return new_object(API_VERSION, kind, rail["network_name"], component, spec=spec)
+
+
+def secondary_networks(plan: dict) -> list[dict]:
+    """The method's network objects; SR-IOV legacy has its own (see sriov.networks)."""
+    if plan["method"] == "sriov_legacy":
+        return []
+    return [_network(plan, rail) for rail in plan["rails"]]
+
+
+def _exclusion(cidr: str) -> dict:
+    network = ipaddress.ip_network(cidr, strict=False)
+    return {"startIP": str(network[0]), "endIP": str(network[-1])}
+
+
+def ip_pools(plan: dict) -> list[dict]:
+    """nv-ipam IPPools (in the Network Operator's namespace), one per rail's network."""
+    if plan["ipam"]["type"] != "nv-ipam":
+        return []
+    pools = []
+    for rail in plan["rails"]:
+        ipam = rail["ipam"]
+        spec: dict = {
+            "subnet": ipam["network"],
+            "perNodeBlockSize": plan["ipam"]["per_node_block_size"],
+        }
+        if ipam.get("gateway"):
+            spec["gateway"] = ipam["gateway"]
+        if ipam["exclude"]:
+            spec["exclusions"] = [_exclusion(cidr) for cidr in ipam["exclude"]]
+        pools.append(
+            new_object(
+                "nv-ipam.nvidia.com/v1alpha1",
+                "IPPool",
+                rail["network_name"],
+                METHOD_COMPONENTS[plan["method"]],
+                namespace=plan["operators"]["network_operator"]["namespace"],
+                spec=spec,
+            )
+        )
+    return pools

@@ -1,0 +1,229 @@
+"""The engine: run steps of the table (steps.py) against a cluster.
+
+For each step, in the table's order: install its operator through OLM (olm.py) and take its
+Succeeded CSV, build its operand (on that CSV where the step needs one), apply it (apply.py),
+remove what the plan no longer has of its kinds, and wait on its gates (wait.py). Before the
+first write, the preflight checks (preflight.py) judge the cluster against the plan and the
+objects of the steps asked for: an error stops everything there.
+
+Check mode runs the same code without writing: OLM is read, objects are dry-run applied on the
+API server (which judges them against their schemas), gates are read once instead of waited on.
+What would change and what is not met yet is the run's `work`; a check-mode run with no work is
+a converged cluster, which is how site.yml decides, in one module run, that it has nothing to do.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import olm as olm_objects
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import olm, preflight
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import Applier
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import Forbidden
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import Reads
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.secrets import registry_secret
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
+    GateFailed,
+    GateTimeout,
+    observe,
+    to_gate,
+    wait_for,
+)
+
+_WOULD = {
+    "created": "would be created",
+    "updated": "would be updated",
+    "deleted": "would be removed",
+}
+DEFAULT_TIMEOUT = 1800
+
+
+class PreflightFailed(Exception):
+    """The preflight checks found errors; nothing was written."""
+
+    def __init__(self, findings: list[dict]):
+        self.findings = findings
+        errors = sum(1 for f in findings if f["severity"] == "error")
+        super().__init__(
+            f"preflight found {errors} error(s); nothing was written to the cluster.\n"
+            + "\n".join(preflight.summary(findings))
+        )
+
+
+def method_mismatch(method: str | None, plan: dict) -> str | None:
+    """Why a method role must not run with this plan, or None."""
+    if method is None or method == plan.get("method"):
+        return None
+    return (
+        f"gpudirect_rdma_method is {plan.get('method')}, but the {method} role was called: use "
+        f"the gpudirect.rdma.{plan.get('method')} role, or set gpudirect_rdma_method to {method}."
+    )
+
+
+class Engine:
+    """One module run over one plan: steps run with run(), results collected."""
+
+    def __init__(
+        self,
+        cluster,
+        plan: dict,
+        check_mode: bool = False,
+        take_over: bool = False,
+        settings: dict | None = None,
+        login: dict | None = None,
+        sleep=time.sleep,
+    ):
+        self.cluster = cluster
+        self.reads = Reads(cluster)
+        self.plan = plan
+        self.check_mode = check_mode
+        self.take_over = take_over
+        self.settings = settings or {}  # step name -> its settings (the engine's names)
+        self.login = login
+        self.sleep = sleep
+        self.applier = Applier(self.reads, check_mode, take_over)
+        self.findings: list[dict] = []
+        self.steps: list[dict] = []
+        self.work: list[str] = []
+
+    # -- before the first write ---------------------------------------------------------------
+    def check(self, names: list[str]) -> list[dict]:
+        """The preflight findings for these steps; PreflightFailed on an error."""
+        objects = [o for name in names for o in self._objects(table.step(name), None)]
+        try:
+            facts = preflight.gather(self.reads, self.plan, objects)
+        except Forbidden as error:  # the first read the user may not make: who, what, the fix
+            facts = preflight.Facts(server=self.cluster.server, forbidden=str(error))
+        self.findings = preflight.evaluate(self.plan, objects, facts, self.take_over)
+        if any(f["severity"] == "error" for f in self.findings):
+            raise PreflightFailed(self.findings)
+        return self.findings
+
+    # -- the steps ----------------------------------------------------------------------------
+    def run(self, names: list[str]) -> None:
+        self.check(names)
+        for name in names:
+            self._run_step(table.step(name))
+
+    def _settings(self, step: table.Step) -> dict:
+        return self.settings.get(step.name) or {}
+
+    def _objects(self, step: table.Step, csv: dict | None, operand_only=False) -> list[dict]:
+        """The step's objects (or its operand only), with the pull Secret of the registry login
+        where it has one."""
+        objects = step.operand(self.plan, csv) if operand_only else step.objects(self.plan, csv)
+        secret = self.plan.get("image_registry_secret")
+        if secret and self.login and any(kind == "Secret" for _a, kind, _n in step.named):
+            objects.append(
+                registry_secret(
+                    secret["name"],
+                    secret["namespace"],
+                    secret["registry"],
+                    self.login["username"],
+                    self.login["password"],
+                    step.component(self.plan),
+                )
+            )
+        return objects
+
+    def _run_step(self, step: table.Step) -> None:
+        settings = self._settings(step)
+        first = len(self.applier.results)
+        record = {"step": step.name, "title": step.title, "component": step.component(self.plan)}
+        csv = None
+        if step.operator:
+            installed = self._install(step, settings)
+            csv = installed["csv"]
+            record["operator"] = {k: v for k, v in installed.items() if k != "csv"}
+        operand = self._objects(step, csv, operand_only=True)
+        self.applier.apply(operand)
+        scope = table.prune_scope(step)
+        if scope:
+            self.applier.prune(
+                operand, scope["kinds"], settings.get("ready_timeout", DEFAULT_TIMEOUT)
+            )
+        record["results"] = self.applier.results[first:]
+        gate_settings = dict(settings)
+        if step.name == table.MACHINE_CONFIG:
+            gate_settings["removed_machine_configs"] = [
+                r["name"] for r in record["results"] if r["action"] == "deleted"
+            ]
+        record["gates"] = self._gates(step, gate_settings, record["results"])
+        self.steps.append(record)
+
+    def _install(self, step: table.Step, settings: dict) -> dict:
+        objects = olm_objects.operator_objects(self.plan, step.operator)
+        reader = self.reads if self.check_mode else self.cluster
+        applier = Applier(self.reads, self.check_mode, self.take_over)
+        installed = olm.install(
+            reader,
+            applier,
+            objects,
+            settings.get("install_timeout", 900),
+            self.take_over,
+            self.check_mode,
+        )
+        self.applier.results.extend(applier.results)
+        self.applier.diffs.extend(applier.diffs)
+        if installed["waiting"]:
+            self.work.append(installed["waiting"])
+        return installed
+
+    def _gates(self, step: table.Step, settings: dict, results: list[dict]) -> list[dict]:
+        """Wait on the step's gates (in check mode: read them once); what each showed."""
+        gates = [to_gate(g) for g in step.gates(self.plan, settings)]
+        if step.name == table.MACHINE_CONFIG and not results:
+            gates = []  # no MachineConfig planned nor removed: the pool is not touched
+        if not gates:
+            return []
+        stable = settings.get("stable_seconds", 0)
+        if self.check_mode and stable:
+            # Held for that long, read after read, as the real run would ask; the reads take
+            # time too, so the gates get twice that (and a second) to show it.
+            try:
+                timeout = 2 * stable + 1
+                wait_for(self.cluster, gates, timeout=timeout, stable_for=stable, sleep=self.sleep)
+            except (GateTimeout, GateFailed) as error:
+                self.work.append(str(error))
+                return [{"gate": g.name, "met": False} for g in gates]
+            return [{"gate": g.name, "met": True} for g in gates]
+        if self.check_mode:
+            seen = []
+            for gate in gates:
+                observation = observe(self.reads, gate)
+                seen.append({"gate": gate.name, "met": observation.met, "seen": observation.seen})
+                if not observation.met:
+                    self.work.append(f"gate '{gate.name}' not met: {observation.seen}")
+            return seen
+        seconds = wait_for(
+            self.cluster,
+            gates,
+            timeout=settings.get("ready_timeout", DEFAULT_TIMEOUT),
+            stable_for=stable,
+            sleep=self.sleep,
+        )
+        return [{"gate": g.name, "met": True, "seconds": seconds.get(g.name)} for g in gates]
+
+    # -- what the run found -------------------------------------------------------------------
+    @property
+    def changed(self) -> bool:
+        return self.applier.changed
+
+    def object_work(self) -> list[str]:
+        lines = []
+        for result in self.applier.results:
+            if result["action"] == "unchanged":
+                continue
+            reasons = "; ".join(result["reasons"])
+            lines.append(
+                f"{result['object']} {_WOULD.get(result['action'], result['action'])}"
+                + (f" ({reasons})" if reasons else "")
+            )
+        return lines
+
+    def all_work(self) -> list[str]:
+        return [*self.object_work(), *self.work]
+
+
+__all__ = ["Engine", "GateFailed", "GateTimeout", "PreflightFailed", "method_mismatch"]

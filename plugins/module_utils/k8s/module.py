@@ -1,0 +1,83 @@
+"""What every module of the collection that talks to the cluster shares: kubernetes.core's
+connection options, the connection itself, and one way to end on an error.
+
+    def main():
+        run_module({"objects": {...}}, body, supports_check_mode=True)
+
+    def body(module, cluster, done):
+        done["results"] = applier.results   # reported as they stand if the body fails
+        ...
+        return {"changed": ..., ...}          # exit_json(**result)
+
+The failures the engine raises on purpose (a gate not met, somebody else's object, an object the
+API server refuses, a preflight error, an OLM install that cannot go on, a kind not served, a
+deletion that does not finish) end the module with their message and what they carry (the gate,
+the findings); ModuleFailure does so for the body's own. A refused request (403), an API server
+that does not answer, and an API answer nothing handled end it with a message naming the request
+and the server (client.failing_clearly) instead of a traceback; `done` is reported with each.
+"""
+
+from __future__ import annotations
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+    ForeignObjects,
+    Refused,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+    Cluster,
+    NotServed,
+    argument_spec,
+    failing_clearly,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import PreflightFailed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import OlmError
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import summary
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import GateError
+
+
+class ModuleFailure(Exception):
+    """End the module with msg and these result entries."""
+
+    def __init__(self, msg: str, **result):
+        super().__init__(msg)
+        self.result = result
+
+
+def reported(error: Exception) -> dict | None:
+    """What a failure the engine raises on purpose adds to the module's result; None for any
+    other error."""
+    if isinstance(error, ModuleFailure):
+        return error.result
+    if isinstance(error, GateError):
+        return {"gate": error.report()}
+    if isinstance(error, ForeignObjects):
+        return {"foreign": error.names}
+    if isinstance(error, PreflightFailed):
+        return {"findings": error.findings, "summary": summary(error.findings)}
+    if isinstance(error, (Refused, OlmError, NotServed, TimeoutError)):
+        return {}
+    return None
+
+
+def run_module(options: dict, body, before=None, **module_kwargs) -> None:
+    """Make the module (kubernetes.core's connection options plus options), run before(module)
+    (checks of its options that need no cluster; a result it returns ends the module there),
+    connect, run body(module, cluster, done) and exit with the result it returns."""
+    module = AnsibleModule(argument_spec=argument_spec(**options), **module_kwargs)
+    done: dict = {}
+    try:
+        early = before(module) if before else None
+        if early is not None:
+            module.exit_json(**early)
+        with failing_clearly(module):
+            cluster = Cluster(module)
+        with failing_clearly(module, cluster, so_far=lambda: dict(done)):
+            result = body(module, cluster, done)
+    except Exception as error:
+        extra = reported(error)
+        if extra is None:
+            raise
+        module.fail_json(msg=str(error), **{**done, **extra})
+    module.exit_json(**result)

@@ -1,0 +1,315 @@
+"""The steps of a GPUDirect RDMA configuration, in the order they are applied: the one table.
+
+Every fact about a step lives in its entry: the operator it installs through OLM, the builders
+of its objects, the kinds those objects have, whether applying it removes what the plan no
+longer has, its gates and the role settings they read, its Argo CD sync wave, whether
+uninstall removes it only when asked, and the namespaces diagnostics reads. The roles, the
+converged check, render, uninstall, diagnostics, preflight and the RBAC test all read this
+table; adding a step is one entry here plus its builders and gates.
+
+Pure data and pure functions: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils import gates
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
+    gpu,
+    machine_config,
+    network_operator,
+    networks,
+    nfd,
+    olm,
+    sriov,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    COMPONENT_LABEL,
+    GPU_OPERATOR,
+    MACHINE_CONFIG,
+    METHOD_COMPONENTS,
+    NETWORK_OPERATOR,
+    NFD,
+    SRIOV_NETWORK_OPERATOR,
+)
+
+OLM_KINDS = (
+    ("v1", "Namespace"),
+    ("operators.coreos.com/v1", "OperatorGroup"),
+    ("operators.coreos.com/v1alpha1", "Subscription"),
+)
+# Every RDMA method's objects, whichever method made them: applying a method removes the
+# collection's objects of these kinds that the plan no longer has, so switching method leaves
+# nothing of the previous one.
+METHOD_KINDS = (
+    ("mellanox.com/v1alpha1", "MacvlanNetwork"),
+    ("mellanox.com/v1alpha1", "IPoIBNetwork"),
+    ("mellanox.com/v1alpha1", "HostDeviceNetwork"),
+    ("sriovnetwork.openshift.io/v1", "SriovNetwork"),
+    ("sriovnetwork.openshift.io/v1", "SriovIBNetwork"),
+    ("nv-ipam.nvidia.com/v1alpha1", "IPPool"),
+    ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy"),
+)
+# The bandwidth test's pods (verify.yml): not a step, but uninstall removes them first.
+TEST_POD_KINDS = (("v1", "Pod"),)
+# The mirror registry's pull Secret, made from gpudirect_rdma_image_registry_username/_password.
+# It is read by its name, never by listing Secrets: rbac/ grants this one name only.
+REGISTRY_SECRET_NAME = "gpudirect-rdma-image-registry"  # noqa: S105 - a name, not a password
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    title: str
+    # The role that runs the step; "{method}" for the RDMA method's step (one role per method).
+    role: str
+    # The plan["operators"] key of the operator it installs through OLM, if any.
+    operator: str | None
+    # The objects applied after the operator: (plan, the operator's Succeeded CSV or None).
+    operand: Callable[[dict, dict | None], list[dict]]
+    # The kinds of the operand's objects, in the order uninstall removes them.
+    kinds: tuple[tuple[str, str], ...]
+    # What must hold before the next step: (plan, settings) -> gates (wait module options).
+    gates: Callable[[dict, dict], list[dict]] = lambda plan, settings: []
+    # Role settings the step reads: the engine's name -> the role variable (its default is in
+    # roles/<role>/defaults/main.yml).
+    settings: dict = field(default_factory=dict)
+    # Applying the step removes the collection's objects of its kinds that the plan lacks.
+    prunes: bool = False
+    # The operand is built on the operator's ClusterServiceVersion (its alm-examples).
+    needs_csv: bool = False
+    # Argo CD sync wave of the operand (the operators' objects are wave 0).
+    wave: int = 1
+    # Uninstall removes its objects only when asked (the variable), after the operators.
+    uninstall_when: str | None = None
+    # Fixed-name objects of the step that are read by name, never listed: (apiVersion, kind,
+    # name); they live in the namespace of the step's operator.
+    named: tuple[tuple[str, str, str], ...] = ()
+    # Namespaces diagnostics reads for the step, beyond its operator's.
+    namespaces: Callable[[dict], list[str]] = lambda plan: []
+    # What uninstall waits for once the step's objects are deleted: (the deleted objects'
+    # results) -> gates.
+    uninstall_gates: Callable[[list[dict]], list[dict]] = lambda deleted: []
+
+    def component(self, plan: dict) -> str:
+        """The component label of the step's objects (and the folder of the rendered tree)."""
+        if self.name == METHOD:
+            return METHOD_COMPONENTS[plan["method"]]
+        return self.name
+
+    def role_of(self, plan: dict) -> str:
+        return self.role.format(method=plan["method"])
+
+    def objects(self, plan: dict, csv: dict | None = None) -> list[dict]:
+        """Every object of the step, in apply order: the operator's, then the operand."""
+        operator = olm.operator_objects(plan, self.operator) if self.operator else []
+        return [*operator, *self.operand(plan, csv)]
+
+
+METHOD = "method"
+
+
+def _method_operand(plan: dict, _csv: dict | None) -> list[dict]:
+    if plan["method"] == "sriov_legacy":
+        return [*sriov.node_policies(plan), *sriov.networks(plan)]
+    return [*networks.ip_pools(plan), *networks.secondary_networks(plan)]
+
+
+def _deleted(results: list[dict], kind: str) -> list[dict]:
+    return [r for r in results if r["action"] == "deleted" and r["kind"] == kind]
+
+
+def _vfs_removed(deleted: list[dict]) -> list[dict]:
+    """Once SR-IOV node policies are deleted, their node states remove the VFs."""
+    namespaces = sorted({r["namespace"] for r in _deleted(deleted, "SriovNetworkNodePolicy")})
+    return [gates.node_states_synced(ns, "VFs are removed") for ns in namespaces]
+
+
+def _pools_rolled_out(deleted: list[dict]) -> list[dict]:
+    """Once MachineConfigs are deleted, every pool renders without them and is updated."""
+    names = [r["name"] for r in _deleted(deleted, "MachineConfig")]
+    return gates.pool_gates(None, [], names) if names else []
+
+
+def _method_namespaces(plan: dict) -> list[str]:
+    found = [plan["network_namespace"]]
+    if plan["method"] == "sriov_legacy":
+        found.append(plan["operators"]["sriov_network_operator"]["namespace"])
+    return found
+
+
+STEPS = (
+    Step(
+        name=NFD,
+        title="Node Feature Discovery",
+        role="nfd",
+        operator="nfd",
+        operand=lambda plan, csv: [nfd.node_feature_discovery(plan, csv)],
+        kinds=(("nfd.openshift.io/v1", "NodeFeatureDiscovery"),),
+        gates=lambda plan, settings: gates.nfd_gates(plan, settings.get("min_nodes", 1)),
+        settings={
+            "install_timeout": "nfd_install_timeout",
+            "ready_timeout": "nfd_labels_timeout",
+            "min_nodes": "nfd_min_nodes",
+        },
+        needs_csv=True,
+        wave=1,
+    ),
+    Step(
+        name=SRIOV_NETWORK_OPERATOR,
+        title="SR-IOV Network Operator",
+        role="sriov_network_operator",
+        operator="sriov_network_operator",
+        operand=lambda plan, csv: [sriov.sriov_operator_config(plan)],
+        kinds=(("sriovnetwork.openshift.io/v1", "SriovOperatorConfig"),),
+        settings={"install_timeout": "sriov_network_operator_install_timeout"},
+        wave=1,
+    ),
+    Step(
+        name=NETWORK_OPERATOR,
+        title="NVIDIA Network Operator",
+        role="network_operator",
+        operator="network_operator",
+        operand=lambda plan, csv: [network_operator.nic_cluster_policy(plan)],
+        kinds=(("mellanox.com/v1alpha1", "NicClusterPolicy"),),
+        gates=lambda plan, settings: gates.network_operator_gates(plan),
+        settings={
+            "install_timeout": "network_operator_install_timeout",
+            "ready_timeout": "network_operator_ready_timeout",
+            "stable_seconds": "network_operator_ready_stable_seconds",
+        },
+        wave=2,
+        named=(("v1", "Secret", REGISTRY_SECRET_NAME),),
+    ),
+    Step(
+        name=MACHINE_CONFIG,
+        title="Node configuration (MachineConfigs)",
+        role="node_config",
+        operator=None,
+        operand=lambda plan, csv: machine_config.machine_configs(plan),
+        kinds=((machine_config.API_VERSION, "MachineConfig"),),
+        gates=lambda plan, settings: gates.machine_config_gates(
+            plan, settings.get("removed_machine_configs")
+        ),
+        settings={"ready_timeout": "node_config_timeout"},
+        prunes=True,
+        wave=3,
+        uninstall_when="uninstall_machine_configs",
+        namespaces=lambda plan: ["openshift-machine-config-operator"],
+        uninstall_gates=_pools_rolled_out,
+    ),
+    Step(
+        name=GPU_OPERATOR,
+        title="NVIDIA GPU Operator",
+        role="gpu_operator",
+        operator="gpu_operator",
+        operand=lambda plan, csv: [gpu.cluster_policy(plan, csv)],
+        kinds=(("nvidia.com/v1", "ClusterPolicy"),),
+        gates=lambda plan, settings: gates.gpu_operator_gates(plan),
+        settings={
+            "install_timeout": "gpu_operator_install_timeout",
+            "ready_timeout": "gpu_operator_ready_timeout",
+            "stable_seconds": "gpu_operator_ready_stable_seconds",
+        },
+        needs_csv=True,
+        wave=4,
+    ),
+    Step(
+        name=METHOD,
+        title="RDMA method",
+        role="{method}",
+        operator=None,
+        operand=_method_operand,
+        kinds=METHOD_KINDS,
+        gates=lambda plan, settings: gates.method_gates(plan),
+        settings={"ready_timeout": "{method}_timeout"},
+        prunes=True,
+        wave=5,
+        namespaces=_method_namespaces,
+        uninstall_gates=_vfs_removed,
+    ),
+)
+NAMES = tuple(step.name for step in STEPS)
+_BY_NAME = {step.name: step for step in STEPS}
+
+
+def step(name: str) -> Step:
+    if name not in _BY_NAME:
+        raise ValueError(f"step: got {name!r}; expected one of {', '.join(NAMES)}")
+    return _BY_NAME[name]
+
+
+def build_objects(plan: dict, csvs: dict | None = None) -> list[dict]:
+    """Every object of the plan, in apply order (csvs: operator -> its CSV, for the operands
+    built on one; without it, the release facts built into the collection are used)."""
+    csvs = csvs or {}
+    return [obj for s in STEPS for obj in s.objects(plan, csvs.get(s.operator))]
+
+
+def component_of(obj: dict) -> str:
+    return obj["metadata"]["labels"][COMPONENT_LABEL]
+
+
+def of_component(component: str) -> Step:
+    """The step whose objects carry this component label."""
+    for s in STEPS:
+        if component == s.name or (s.name == METHOD and component in METHOD_COMPONENTS.values()):
+            return s
+    raise ValueError(f"component: got {component!r}; expected one of {', '.join(components())}")
+
+
+def component_objects(plan: dict, component: str, csv: dict | None = None) -> list[dict]:
+    """The objects of one component, in apply order; none for an RDMA method's component that
+    the plan does not use."""
+    s = of_component(component)
+    return s.objects(plan, csv) if s.component(plan) == component else []
+
+
+def is_olm(obj: dict) -> bool:
+    """An operator's Namespace, OperatorGroup or Subscription (not its operand)."""
+    return (obj.get("apiVersion"), obj.get("kind")) in OLM_KINDS
+
+
+def wave(obj: dict) -> int:
+    """The Argo CD sync wave of an object: 0 for the operators' objects, else its step's."""
+    return 0 if is_olm(obj) else of_component(component_of(obj)).wave
+
+
+def components(plan: dict | None = None) -> tuple[str, ...]:
+    """The component labels in apply order: the plan's, or every one a step can have."""
+    if plan is not None:
+        return tuple(s.component(plan) for s in STEPS)
+    return tuple(
+        c for s in STEPS for c in (METHOD_COMPONENTS.values() if s.name == METHOD else (s.name,))
+    )
+
+
+def settings_of(step_: Step, plan: dict) -> dict:
+    """The engine's setting name -> the role variable that holds it, for one plan."""
+    return {key: var.format(method=plan["method"]) for key, var in step_.settings.items()}
+
+
+def managed_kinds() -> tuple[tuple[str, str], ...]:
+    """Every kind the collection creates and finds by listing (the named objects' kinds are
+    read by name only), operands first in uninstall order, then the operators' kinds."""
+    found = [*TEST_POD_KINDS]
+    for s in reversed(STEPS):
+        found.extend(s.kinds)
+    found.extend(
+        [
+            ("operators.coreos.com/v1alpha1", "Subscription"),
+            ("operators.coreos.com/v1", "OperatorGroup"),
+            ("v1", "Namespace"),
+        ]
+    )
+    return tuple(dict.fromkeys(found))
+
+
+def prune_scope(step_: Step) -> dict | None:
+    """The kinds whose collection objects applying the step removes when the plan lacks them,
+    or None for a step that removes nothing."""
+    if not step_.prunes:
+        return None
+    return {"kinds": [{"apiVersion": a, "kind": k} for a, k in step_.kinds]}

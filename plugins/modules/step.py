@@ -1,0 +1,236 @@
+#!/usr/bin/python
+"""gpudirect.rdma.step: run steps of the configuration (the module; the action plugin of the
+same name gives it the plan, the role settings and the registry login)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: step
+author: gpudirect.rdma maintainers (!UNKNOWN)
+version_added: 0.1.0
+short_description: Install, apply and wait for one step of the GPUDirect RDMA configuration, or all
+description:
+  - Runs one step of the configuration, or all of them in their order, with the one engine the
+    roles, C(site.yml) and its converged check share. The steps, in order, are C(nfd),
+    C(sriov-network-operator), C(network-operator), C(machine-config), C(gpu-operator) and
+    C(method) (the RDMA method the plan names).
+  - For each step, installs its operator through OLM (CatalogSource READY, Namespace,
+    OperatorGroup, Subscription, the InstallPlan approved with C(Manual) approval, the CSV
+    C(Succeeded)); applies its operand with server-side apply, built on the installed CSV where
+    the step needs one (the NodeFeatureDiscovery's operand image, the ClusterPolicy's defaults);
+    removes the collection's objects of its kinds that the plan no longer has (MachineConfigs,
+    the RDMA networks and SR-IOV node policies of another method); then waits until its gates
+    are met (NFD labels, NicClusterPolicy ready, MachineConfigPool updated, ClusterPolicy
+    ready, node resources and networks).
+  - Before the first write, runs the preflight checks of M(gpudirect.rdma.preflight) for the
+    objects of the steps asked for; an error fails the task and nothing is written.
+  - In check mode nothing is written; objects that would change are applied with a server-side
+    dry run, so the API server judges them against their schemas and admission, and the gates
+    are read once. RV(converged) then says whether the cluster already is as planned; that is
+    how C(site.yml) decides, in one module run, that it has nothing left to do.
+  - The action plugin of the same name reads the plan (C(gpudirect_rdma_plan), else it plans
+    from the C(gpudirect_rdma_*) variables), each step's role settings (for example
+    C(nfd_install_timeout); the role's default when unset), C(gpudirect_rdma_take_over) and
+    the registry login C(gpudirect_rdma_image_registry_username) and
+    C(gpudirect_rdma_image_registry_password), so a role's task only names its step.
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+attributes:
+  check_mode:
+    support: full
+    description: Reads, dry-runs the objects on the API server, reads the gates once.
+  diff_mode:
+    support: full
+    description: The objects before, and as the API server stores them (or would, in check mode).
+options:
+  name:
+    description:
+      - The step, or C(all) for every step in order.
+    type: str
+    required: true
+    choices: [all, nfd, sriov-network-operator, network-operator, machine-config, gpu-operator, method]
+  method:
+    description:
+      - The RDMA method the calling role configures (with O(name=method)); the task fails,
+        before anything is read or written, when the plan's method is another.
+    type: str
+    choices: [shared_device, host_device, sriov_legacy]
+  plan:
+    description: The plan M(gpudirect.rdma.plan) returns. The action plugin fills it in.
+    type: dict
+    required: true
+  settings:
+    description:
+      - Per step name, its settings, read by the action plugin from the role variables
+        (C(install_timeout), C(ready_timeout), C(stable_seconds), C(min_nodes)).
+    type: dict
+    default: {}
+  take_over:
+    description: Replace the content of same-named objects the collection did not create.
+    type: bool
+    default: false
+  registry_login:
+    description: The mirror registry's login, when the plan has a pull Secret.
+    type: dict
+    suboptions:
+      username:
+        description: User name.
+        type: str
+        required: true
+      password:
+        description: Password or token (never shown in a result or a log).
+        type: str
+        required: true
+"""
+
+EXAMPLES = r"""
+- name: Node Feature Discovery (the whole task of the gpudirect.rdma.nfd role)
+  gpudirect.rdma.step:
+    name: nfd
+
+- name: Is anything left to do? (site.yml)
+  gpudirect.rdma.step:
+    name: all
+  check_mode: true
+  register: site_check
+"""
+
+RETURN = r"""
+converged:
+  description: Nothing would change, every operator's CSV is Succeeded and every gate is met
+    (meaningful in check mode).
+  returned: always
+  type: bool
+work:
+  description: What would change or is not met yet, one line each; empty when converged.
+  returned: always
+  type: list
+  elements: str
+steps:
+  description: Per step run, its name, title, component, operator install, object results and
+    gates.
+  returned: always
+  type: list
+  elements: dict
+findings:
+  description: The preflight findings (check, severity, message).
+  returned: always
+  type: list
+  elements: dict
+summary:
+  description: The preflight findings, one line each, errors first.
+  returned: always
+  type: list
+  elements: str
+roles:
+  description: The roles that run the steps asked for, in the order of the step table (the
+    RDMA method's role for C(method)); C(site.yml) runs them in this order.
+  returned: always
+  type: list
+  elements: str
+  sample: [nfd, sriov_network_operator, network_operator, node_config, gpu_operator, shared_device]
+msg:
+  description: One line on what was done, or what is left to do.
+  returned: always
+  type: str
+"""
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (  # noqa: E402
+    METHOD_COMPONENTS,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (  # noqa: E402
+    Engine,
+    method_mismatch,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
+    ModuleFailure,
+    run_module,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (  # noqa: E402
+    summary,
+)
+
+OPTIONS = {
+    "name": {"type": "str", "required": True, "choices": ["all", *table.NAMES]},
+    "method": {"type": "str", "choices": list(METHOD_COMPONENTS)},
+    "plan": {"type": "dict", "required": True},
+    "settings": {"type": "dict", "default": {}},
+    "take_over": {"type": "bool", "default": False},
+    "registry_login": {
+        "type": "dict",
+        "options": {
+            "username": {"type": "str", "required": True},
+            "password": {"type": "str", "required": True, "no_log": True},
+        },
+    },
+}
+
+
+def message(engine: Engine, names: list[str]) -> str:
+    work = engine.all_work()
+    if engine.check_mode and work:
+        return f"work to do, the steps run: {work[0]}" + (
+            f" (and {len(work) - 1} more)" if len(work) > 1 else ""
+        )
+    results = engine.applier.results
+    unchanged = sum(1 for r in results if r["action"] == "unchanged")
+    operators = sum(1 for s in engine.steps if s.get("operator"))
+    gates = sum(len(s["gates"]) for s in engine.steps)
+    if engine.check_mode:
+        return (
+            f"the cluster already is as planned: {unchanged} objects unchanged, nothing to "
+            f"remove, {operators} operators Succeeded, {gates} gates met"
+        )
+    counts = ", ".join(
+        f"{sum(1 for r in results if r['action'] == action)} {action}"
+        for action in ("created", "updated", "deleted", "unchanged")
+    )
+    return f"{', '.join(names)}: {counts}; {operators} operators Succeeded, {gates} gates met"
+
+
+def before(module) -> None:
+    mismatch = method_mismatch(module.params["method"], module.params["plan"])
+    if mismatch:
+        raise ModuleFailure(mismatch)
+
+
+def body(module, cluster, done) -> dict:
+    params = module.params
+    names = list(table.NAMES) if params["name"] == "all" else [params["name"]]
+    engine = Engine(
+        cluster,
+        params["plan"],
+        check_mode=module.check_mode,
+        take_over=params["take_over"],
+        settings=params["settings"],
+        login=params["registry_login"],
+    )
+    done["steps"] = engine.steps
+    done["results"] = engine.applier.results
+    engine.run(names)
+    for finding in engine.findings:
+        if finding["severity"] == "warning":
+            module.warn(f"preflight {finding['check']}: {finding['message']}")
+    work = engine.all_work() if module.check_mode else []
+    result = {
+        "changed": engine.changed,
+        "converged": not work and not engine.changed,
+        "work": work,
+        "steps": engine.steps,
+        "findings": engine.findings,
+        "summary": summary(engine.findings),
+        "roles": [table.step(name).role_of(params["plan"]) for name in names],
+        "msg": message(engine, names),
+    }
+    if module._diff:
+        result["diff"] = engine.applier.diffs
+    return result
+
+
+def main():
+    run_module(OPTIONS, body, before=before, supports_check_mode=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""The operators: their OLM subscriptions, the releases and their images, the mirror registry and
+its credentials, and the OpenShift versions they support."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import REGISTRY_SECRET_NAME
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
+    GPU_OPERATOR_RELEASES,
+    NETWORK_OPERATOR_RELEASES,
+)
+
+from .checks import PlanError, choice, dns_label, dns_subdomain, known_keys, mapping, string
+from .inputs import OPTIONS, Inputs
+
+OPERATOR_DEFAULTS = {
+    "nfd": {
+        "namespace": "openshift-nfd",
+        "package": "nfd",
+        "operator_group": "openshift-nfd",
+        "subscription": "nfd",
+        "channel": "stable",
+        "source": "redhat-operators",
+    },
+    "sriov_network_operator": {
+        "namespace": "openshift-sriov-network-operator",
+        "package": "sriov-network-operator",
+        "operator_group": "sriov-network-operators",
+        "subscription": "sriov-network-operator-subscription",
+        "channel": "stable",
+        "source": "redhat-operators",
+    },
+    "network_operator": {
+        "namespace": "nvidia-network-operator",
+        "package": "nvidia-network-operator",
+        "operator_group": "nvidia-network-operator",
+        "subscription": "nvidia-network-operator",
+        "channel": "stable",
+        "source": "certified-operators",
+    },
+    "gpu_operator": {
+        "namespace": "nvidia-gpu-operator",
+        "package": "gpu-operator-certified",
+        "operator_group": "nvidia-gpu-operator-group",
+        "subscription": "gpu-operator-certified",
+        "channel": None,  # the release's version channel, e.g. v26.7
+        "source": "certified-operators",
+    },
+}
+OPERATORS = tuple(OPERATOR_DEFAULTS)
+OPERATOR_KEYS = ("namespace", "channel", "source", "source_namespace", "approval", "starting_csv")
+APPROVALS = ("Automatic", "Manual")
+# The OpenShift releases whose documentation (the GPUDirect RDMA chapter) this collection follows.
+SUPPORTED_OPENSHIFT = ("4.17", "4.22")
+_OPENSHIFT_VERSION = re.compile(r"^4\.[0-9]{1,2}$")
+
+
+def releases(inputs: Inputs) -> tuple[str, str]:
+    """The Network and GPU Operator releases, as strings (YAML reads 26.7 as a number)."""
+    return tuple(
+        choice(inputs.name(key), str(inputs[key]), tuple(OPTIONS[key]["choices"]))
+        for key in ("network_operator_release", "gpu_operator_release")
+    )
+
+
+def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
+    """Each operator's OLM subscription: the defaults, the catalog source, the overrides."""
+    name = inputs.name("operators")
+    given = inputs.checked("operators")
+    known_keys(name, given, OPERATORS, "operator")
+    catalog_source = inputs.checked("catalog_source")
+    catalog_namespace = inputs.checked("catalog_source_namespace")
+    gpu = GPU_OPERATOR_RELEASES[gpu_release]
+    release_csvs = {
+        "network_operator": NETWORK_OPERATOR_RELEASES[network_release]["csv_name"],
+        "gpu_operator": gpu["csv_name"],
+    }
+    result = {}
+    for operator, defaults in OPERATOR_DEFAULTS.items():
+        where = f"{name}.{operator}"
+        override = mapping(where, given.get(operator))
+        known_keys(where, override, OPERATOR_KEYS)
+        channel = override.get("channel") or defaults["channel"] or gpu["channel"]
+        approval = choice(f"{where}.approval", override.get("approval", "Automatic"), APPROVALS)
+        starting_csv = override.get("starting_csv")
+        if approval == "Manual" and not starting_csv:
+            starting_csv = release_csvs.get(operator)
+            if not starting_csv:
+                raise PlanError(
+                    f"{where}.starting_csv",
+                    None,
+                    "the CSV to install (e.g. nfd.v4.20.0) when approval is Manual: "
+                    "only the InstallPlan of that CSV is approved",
+                )
+        result[operator] = {
+            "namespace": dns_label(
+                f"{where}.namespace", override.get("namespace", defaults["namespace"])
+            ),
+            **{key: defaults[key] for key in ("package", "operator_group", "subscription")},
+            "channel": string(f"{where}.channel", channel, expected="an OLM channel name"),
+            "source": dns_subdomain(
+                f"{where}.source",
+                override.get("source") or catalog_source or defaults["source"],
+            ),
+            "source_namespace": dns_label(
+                f"{where}.source_namespace",
+                override.get("source_namespace") or catalog_namespace,
+            ),
+            "approval": approval,
+            "starting_csv": starting_csv and dns_subdomain(f"{where}.starting_csv", starting_csv),
+        }
+    return result
+
+
+def registry_secret(inputs: Inputs, network_operator_namespace: str) -> dict | None:
+    """Where the pull Secret made from the registry credentials goes, or None without them.
+    The credentials themselves stay out of the plan (it is printed and registered): only
+    their presence is checked here, and no message ever repeats them."""
+    username = inputs["image_registry_username"]
+    password = inputs["image_registry_password"]
+    if username in (None, "") and password in (None, ""):
+        return None
+    user_variable = inputs.name("image_registry_username")
+    password_variable = inputs.name("image_registry_password")
+    if not isinstance(password, str) or not password:
+        raise PlanError(
+            password_variable,
+            None,
+            f"a non-empty string when {user_variable} is set",
+            shown="nothing"
+            if password in (None, "")
+            else f"a value of type {type(password).__name__}",
+        )
+    if not isinstance(username, str) or not username:
+        raise PlanError(
+            user_variable,
+            username,
+            f"a non-empty user name when {password_variable} is set",
+        )
+    if ":" in username or any(c.isspace() for c in username):
+        raise PlanError(
+            user_variable,
+            username,
+            "a user name without ':' or white space (a registry login joins them as user:password)",
+        )
+    if inputs["image_registry"] in (None, ""):
+        raise PlanError(
+            inputs.name("image_registry"),
+            inputs["image_registry"],
+            f"the mirror registry the credentials of {user_variable} are for "
+            "(host, optional port and path)",
+        )
+    return {
+        "name": REGISTRY_SECRET_NAME,
+        "namespace": network_operator_namespace,
+        "registry": str(inputs["image_registry"]).split("/", 1)[0],
+    }
+
+
+def images(inputs: Inputs, network_release: str) -> dict:
+    registry = inputs.checked("image_registry")
+    result = {}
+    for component, image in NETWORK_OPERATOR_RELEASES[network_release]["components"].items():
+        repository = image["repository"]
+        if registry:
+            # Keep the path below the host: nvcr.io/nvidia/mellanox -> <mirror>/nvidia/mellanox
+            repository = registry.rstrip("/") + "/" + repository.split("/", 1)[1]
+        result[component] = {**image, "repository": repository}
+    return result
+
+
+def openshift_version(inputs: Inputs) -> str:
+    if isinstance(inputs["openshift_version"], float):
+        raise PlanError(
+            inputs.name("openshift_version"),
+            inputs["openshift_version"],
+            "a quoted string such as '4.20' (YAML reads 4.20 unquoted as the number 4.2)",
+        )
+    return string(
+        inputs.name("openshift_version"),
+        str(inputs["openshift_version"]),
+        _OPENSHIFT_VERSION,
+        "an OpenShift minor version such as 4.20",
+    )
+
+
+def _release_range(versions: str) -> tuple[str, str]:
+    low, _dash, high = versions.partition("-")
+    return low.lstrip("v"), (high or low).lstrip("v")
+
+
+def openshift_support(network_release: str, gpu_release: str) -> list[dict]:
+    """Which OpenShift minor versions the collection and the chosen operator releases support."""
+    network = NETWORK_OPERATOR_RELEASES[network_release]["openshift_versions"]
+    gpu = GPU_OPERATOR_RELEASES[gpu_release]["openshift_versions"]
+    ranges = {
+        "gpudirect.rdma": SUPPORTED_OPENSHIFT,
+        f"NVIDIA Network Operator {network_release}": _release_range(network),
+        f"NVIDIA GPU Operator {gpu_release}": _release_range(gpu),
+    }
+    return [
+        {"component": name, "minimum": low, "maximum": high} for name, (low, high) in ranges.items()
+    ]

@@ -1,0 +1,498 @@
+"""The engine (k8s/engine.py) over the step table, without a cluster: in check mode it writes
+nothing but dry runs of what would change, and a cluster as the plan asks is converged; each kind
+of work (an object to create, update or prune, a CSV not Succeeded, a gate not met) is found and
+named; somebody else's object stops it before anything is written; each kind is read once.
+And the step action (plugins/action/step.py): the role settings, the plan and the login it
+gives the module, and the module's failure as it came."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from unittest import mock
+
+import pytest
+
+from ansible_collections.gpudirect.rdma.plugins.action.step import (
+    ActionModule,
+    SettingError,
+    check_setting,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+    ForeignObjects,
+    Refused,
+    key_of,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import FIELD_MANAGER
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (
+    Engine,
+    PreflightFailed,
+)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.unit.inventories import inputs
+
+APPLIED = [{"manager": FIELD_MANAGER, "operation": "Apply"}]
+
+
+def as_applied(obj: dict) -> dict:
+    live = copy.deepcopy(obj)
+    live["metadata"]["managedFields"] = APPLIED
+    return live
+
+
+def selected(labels: dict, selector: str | None) -> bool:
+    wanted = dict(r.split("=", 1) for r in (selector or "").split(",") if "=" in r)
+    return all(labels.get(k) == v for k, v in wanted.items())
+
+
+class ApiError(Exception):
+    """An error status of the API server, as the dynamic client raises it."""
+
+    def __init__(self, status: int, reason: str, body: str):
+        super().__init__(reason)
+        self.status, self.reason, self.body = status, reason, body
+
+
+class Cluster:
+    """A cluster answering reads from its objects and counting them; a write fails the test,
+    a dry run answers the object as it would be stored (here, as sent)."""
+
+    server = "https://cluster.invalid"
+
+    def __init__(self, objects: list[dict]):
+        self.objects = {key_of(o): o for o in objects}
+        self.reads: list[tuple] = []
+        self.dry_runs: list[tuple] = []
+        self.refuse: dict[tuple, object] = {}
+
+    def get(self, api_version, kind, name, namespace=None):
+        self.reads.append(("get", kind))
+        return copy.deepcopy(self.objects.get((api_version, kind, namespace, name)))
+
+    def list(self, api_version, kind, namespace=None, label_selector=None):
+        self.reads.append(("list", kind))
+        return [
+            copy.deepcopy(o)
+            for (a, k, ns, _n), o in self.objects.items()
+            if (a, k) == (api_version, kind)
+            and (namespace is None or ns == namespace)
+            and selected(o["metadata"].get("labels") or {}, label_selector)
+        ]
+
+    def apply(self, obj, dry_run=False):
+        assert dry_run, f"check mode wrote {key_of(obj)}"
+        self.dry_runs.append(key_of(obj))
+        if key_of(obj) in self.refuse:
+            raise self.refuse[key_of(obj)]
+        return copy.deepcopy(obj)
+
+    def delete(self, *args, **kwargs):
+        raise AssertionError(f"check mode deleted {args}")
+
+    patch = delete
+
+
+def node(name: str, plan: dict) -> dict:
+    labels = {
+        **plan["node_selector"],
+        "feature.node.kubernetes.io/pci-10de.present": "true",
+        "feature.node.kubernetes.io/pci-15b3.present": "true",
+    }
+    resources = {rail["node_resource"]: "8" for rail in plan["rails"]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": resources},
+    }
+
+
+def platform(plan: dict) -> list[dict]:
+    """What an OpenShift cluster has before the collection: its version, the catalogs, the
+    worker pool (updated, rendering the plan's MachineConfigs), GPU + NIC nodes."""
+    machine_configs = [
+        o["metadata"]["name"] for o in table.component_objects(plan, "machine-config")
+    ]
+    catalogs = [
+        {
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "CatalogSource",
+            "metadata": {"name": name, "namespace": "openshift-marketplace"},
+            "status": {"connectionState": {"lastObservedState": "READY"}},
+        }
+        for name in ("redhat-operators", "certified-operators")
+    ]
+    version = {
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "ClusterVersion",
+        "metadata": {"name": "version"},
+        "status": {"desired": {"version": plan["openshift_version"] + ".3"}},
+    }
+    pool = {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfigPool",
+        "metadata": {"name": plan["machine_configs"]["role"]},
+        "status": {
+            "configuration": {"source": [{"name": n} for n in machine_configs]},
+            "conditions": [{"type": "Updated", "status": "True"}],
+        },
+    }
+    return [version, *catalogs, pool, node("worker-0", plan), node("worker-1", plan)]
+
+
+def converged_cluster(plan: dict) -> Cluster:
+    """Every object of the plan as the collection applied it, the operators Succeeded, the
+    operands ready, the networks rendered, the SR-IOV node states synced."""
+    live = [as_applied(o) for o in table.build_objects(plan)]
+    for obj in live:
+        if obj["kind"] == "Subscription":
+            obj["status"] = {"installedCSV": obj["spec"]["name"] + ".v1"}
+        if obj["kind"] in ("NicClusterPolicy", "ClusterPolicy"):
+            obj["status"] = {"state": "ready"}
+    csvs = [
+        {
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {
+                "name": o["spec"]["name"] + ".v1",
+                "namespace": o["metadata"]["namespace"],
+            },
+            "status": {"phase": "Succeeded"},
+        }
+        for o in live
+        if o["kind"] == "Subscription"
+    ]
+    networks = [
+        {
+            "apiVersion": "k8s.cni.cncf.io/v1",
+            "kind": "NetworkAttachmentDefinition",
+            "metadata": {"name": rail["network_name"], "namespace": plan["network_namespace"]},
+        }
+        for rail in plan["rails"]
+    ]
+    state = {
+        "apiVersion": "sriovnetwork.openshift.io/v1",
+        "kind": "SriovNetworkNodeState",
+        "metadata": {
+            "name": "worker-0",
+            "namespace": plan["operators"]["sriov_network_operator"]["namespace"],
+        },
+        "status": {
+            "syncStatus": "Succeeded",
+            "interfaces": [
+                {"name": rail["interface"], "linkType": plan["link_type"].upper(), "totalvfs": 16}
+                for rail in plan["rails"]
+            ],
+        },
+    }
+    return Cluster([*platform(plan), *live, *csvs, *networks, state])
+
+
+def checked(plan: dict, cluster: Cluster, settings: dict | None = None) -> Engine:
+    engine = Engine(cluster, plan, check_mode=True, settings=settings, sleep=lambda _s: None)
+    engine.run(list(table.NAMES))
+    return engine
+
+
+def find(cluster: Cluster, kind: str) -> dict:
+    return next(o for o in cluster.objects.values() if o["kind"] == kind)
+
+
+@pytest.fixture(params=["shared-device-roce", "sriov-legacy-roce", "host-device-infiniband"])
+def plan(request):
+    return build_plan(inputs(request.param))
+
+
+def test_a_cluster_as_planned_is_converged_having_checked_every_object_in_one_read_per_kind(plan):
+    cluster = converged_cluster(plan)
+    engine = checked(plan, cluster)
+    assert engine.all_work() == []
+    assert not engine.changed
+    assert [s["step"] for s in engine.steps] == list(table.NAMES)
+    judged = {(r["kind"], r["namespace"], r["name"]) for r in engine.applier.results}
+    planned = {
+        (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"])
+        for o in table.build_objects(plan)
+    }
+    assert judged == planned
+    assert {r["action"] for r in engine.applier.results} == {"unchanged"}
+    assert cluster.dry_runs == []
+    # One read of each kind of object, but the CSVs, read by name (one per operator).
+    lists = [kind for verb, kind in cluster.reads if verb == "list"]
+    assert len(lists) == len(set(lists)), lists
+    gets = [kind for verb, kind in cluster.reads if verb == "get"]
+    assert gets.count("ClusterServiceVersion") == 4
+    assert len(cluster.reads) <= 30, cluster.reads
+
+
+def test_an_object_that_differs_is_dry_run_on_the_api_server_and_named(plan):
+    cluster = converged_cluster(plan)
+    find(cluster, "NicClusterPolicy")["spec"]["ofedDriver"]["version"] = "older"
+    engine = checked(plan, cluster)
+    assert engine.all_work() == [
+        "NicClusterPolicy nic-cluster-policy would be updated (fields differ)"
+    ]
+    assert cluster.dry_runs == [
+        ("mellanox.com/v1alpha1", "NicClusterPolicy", None, "nic-cluster-policy")
+    ]
+    (diff,) = engine.applier.diffs
+    assert diff["before"]["spec"]["ofedDriver"]["version"] == "older"
+    assert diff["after"]["spec"]["ofedDriver"]["version"] != "older"
+
+
+def test_an_object_built_on_a_csv_that_differs_is_work(plan):
+    cluster = converged_cluster(plan)
+    find(cluster, "ClusterPolicy")["spec"]["driver"]["enabled"] = False
+    assert checked(plan, cluster).all_work() == [
+        "ClusterPolicy gpu-cluster-policy would be updated (fields differ)"
+    ]
+
+
+# The API server's own words, as kube-apiserver 1.35 answers a server-side apply dry run.
+REFUSALS = {
+    "pattern": (
+        422,
+        "Unprocessable Entity",
+        '{"message": "NicClusterPolicy.mellanox.com \\"nic-cluster-policy\\" is invalid: '
+        'spec.ofedDriver.image: Invalid value: \\"___\\": spec.ofedDriver.image in body '
+        "should match '[a-zA-Z0-9\\\\-]+'\"}",
+        "spec.ofedDriver.image",
+    ),
+    "type": (
+        500,
+        "Internal Server Error",
+        '{"message": "failed to create typed patch object (/nic-cluster-policy; '
+        "mellanox.com/v1alpha1, Kind=NicClusterPolicy): "
+        ".spec.ofedDriver.startupProbe.initialDelaySeconds: expected numeric (int or float), "
+        'got string"}',
+        "spec.ofedDriver.startupProbe.initialDelaySeconds",
+    ),
+}
+
+
+@pytest.mark.parametrize("refusal", sorted(REFUSALS))
+def test_what_the_api_server_would_refuse_fails_check_mode_naming_the_object_and_field(
+    plan, refusal
+):
+    status, reason, body, field = REFUSALS[refusal]
+    cluster = converged_cluster(plan)
+    find(cluster, "NicClusterPolicy")["spec"]["ofedDriver"]["version"] = "older"
+    key = ("mellanox.com/v1alpha1", "NicClusterPolicy", None, "nic-cluster-policy")
+    cluster.refuse[key] = ApiError(status, reason, body)
+    with pytest.raises(Refused) as refused:
+        checked(plan, cluster)
+    message = str(refused.value)
+    assert message.startswith(
+        f"the API server would refuse NicClusterPolicy nic-cluster-policy: {status}"
+    )
+    assert field in message
+    assert "nothing was written" in message
+
+
+def test_a_missing_object_and_one_left_from_another_method_are_work(plan):
+    cluster = converged_cluster(plan)
+    first = next(k for k, o in cluster.objects.items() if o["kind"] == "Namespace")
+    del cluster.objects[first]
+    stale = as_applied(
+        {
+            "apiVersion": "mellanox.com/v1alpha1",
+            "kind": "HostDeviceNetwork",
+            "metadata": {
+                "name": "old-net",
+                "labels": {
+                    "app.kubernetes.io/managed-by": "gpudirect.rdma",
+                    "gpudirect.rdma/component": "host-device",
+                },
+            },
+        }
+    )
+    cluster.objects[key_of(stale)] = stale
+    work = checked(plan, cluster).all_work()
+    assert f"Namespace {first[3]} would be created" in work
+    assert plan["method"] == "host_device" or (
+        "HostDeviceNetwork old-net would be removed (no longer part of the plan)" in work
+    )
+
+
+def test_somebody_elses_object_stops_the_run_before_anything_is_written(plan):
+    cluster = converged_cluster(plan)
+    del find(cluster, "NicClusterPolicy")["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    with pytest.raises(PreflightFailed) as failed:
+        checked(plan, cluster)
+    assert "NicClusterPolicy nic-cluster-policy exists and was not created by" in str(failed.value)
+    # Without preflight (a role that reached apply), apply refuses the same way.
+    engine = Engine(cluster, plan, check_mode=True)
+    with pytest.raises(ForeignObjects):
+        engine._run_step(table.step("network-operator"))
+
+
+def test_a_csv_not_succeeded_is_work(plan):
+    cluster = converged_cluster(plan)
+    find(cluster, "ClusterServiceVersion")["status"]["phase"] = "Installing"
+    (work,) = checked(plan, cluster).all_work()
+    assert "has no ClusterServiceVersion in phase Succeeded" in work
+
+
+def test_a_gate_not_met_is_work_and_says_what_was_seen(plan):
+    cluster = converged_cluster(plan)
+    find(cluster, "NicClusterPolicy")["status"]["state"] = "notReady"
+    (work,) = checked(plan, cluster).all_work()
+    assert work.startswith("gate 'NicClusterPolicy ready' not met:")
+    assert "status.state is 'notReady'" in work
+
+
+def test_a_gate_must_hold_for_the_stable_seconds_of_its_step(plan):
+    cluster = converged_cluster(plan)
+    settings = {"network-operator": {"stable_seconds": 0.2}}
+    assert checked(plan, cluster, settings).all_work() == []
+    flapping = itertools.cycle(["ready", "notReady"])
+    original_get = cluster.get
+
+    def get(api_version, kind, name, namespace=None):
+        found = original_get(api_version, kind, name, namespace)
+        if kind == "NicClusterPolicy" and found:
+            found["status"]["state"] = next(flapping)
+        return found
+
+    cluster.get = get
+    (work,) = checked(plan, cluster, settings).all_work()
+    assert work.startswith("gate 'NicClusterPolicy ready' not stable")
+
+
+def test_rails_on_the_same_nodes_share_one_read():
+    plan = build_plan(inputs("multi-rail-hgx"))
+    assert len(plan["rails"]) > 1
+    cluster = converged_cluster(plan)
+    checked(plan, cluster)
+    assert [kind for _verb, kind in cluster.reads].count("Node") == 1
+
+
+def test_a_method_role_refuses_a_plan_of_another_method():
+    from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (
+        method_mismatch,
+    )
+
+    plan = build_plan(inputs("shared-device-roce"))
+    assert method_mismatch("shared_device", plan) is None
+    assert method_mismatch(None, plan) is None
+    assert method_mismatch("host_device", plan) == (
+        "gpudirect_rdma_method is shared_device, but the host_device role was called: use the "
+        "gpudirect.rdma.shared_device role, or set gpudirect_rdma_method to host_device."
+    )
+
+
+# -- the action ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("variable", "key", "value", "expected"),
+    [
+        (
+            "nfd_min_nodes",
+            "min_nodes",
+            0,
+            "nfd_min_nodes: got 0; expected a whole number of 1 or more",
+        ),
+        ("nfd_min_nodes", "min_nodes", "two", "nfd_min_nodes: got 'two'; expected a whole number"),
+        ("nfd_min_nodes", "min_nodes", "1.5", "nfd_min_nodes: got '1.5'; expected a whole number"),
+        ("nfd_min_nodes", "min_nodes", True, "nfd_min_nodes: got True; expected a whole number"),
+        (
+            "network_operator_ready_stable_seconds",
+            "stable_seconds",
+            -1,
+            "network_operator_ready_stable_seconds: got -1; expected a number of seconds "
+            "of 0 or more",
+        ),
+        (
+            "gpu_operator_ready_timeout",
+            "ready_timeout",
+            "soon",
+            "gpu_operator_ready_timeout: got 'soon'; expected a whole number of 1 or more",
+        ),
+    ],
+)
+def test_a_bad_role_setting_is_named(variable, key, value, expected):
+    with pytest.raises(SettingError) as error:
+        check_setting(variable, key, value)
+    assert str(error.value).startswith(expected)
+
+
+def test_role_settings_arrive_as_numbers_whatever_their_form():
+    assert check_setting("nfd_min_nodes", "min_nodes", "3") == 3
+    assert check_setting("x", "stable_seconds", "2.5") == 2.5
+    assert check_setting("x", "ready_timeout", 600) == 600
+
+
+def action(args: dict) -> ActionModule:
+    task = mock.MagicMock()
+    task.args = args
+    task.async_val = 0
+    found = ActionModule(task, mock.MagicMock(), mock.MagicMock(), None, None, None)
+    found._templar = mock.MagicMock(template=lambda value: value)
+    return found
+
+
+def test_the_action_gives_the_module_the_role_settings_with_the_roles_defaults():
+    plan = build_plan(inputs("shared-device-roce"))
+    step = action({"name": "all"})
+    with mock.patch.object(step, "_execute_module", return_value={"changed": False}) as execute:
+        step.run(task_vars={"gpudirect_rdma_plan": plan, "nfd_min_nodes": "2"})
+    sent = execute.call_args.kwargs["module_args"]
+    assert sent["plan"] == plan
+    assert sent["settings"]["nfd"] == {"install_timeout": 900, "ready_timeout": 600, "min_nodes": 2}
+    assert sent["settings"]["method"] == {"ready_timeout": 1800}
+    assert sent["settings"]["network-operator"]["stable_seconds"] == 0
+    assert sent["take_over"] is False
+
+
+def test_a_pull_secret_needs_its_login():
+    plan = build_plan(
+        {
+            **inputs("shared-device-roce"),
+            "image_registry": "mirror.local:5000/nvidia",
+            "image_registry_username": "puller",
+            "image_registry_password": "pw",
+        }
+    )
+    step = action({"name": "network-operator"})
+    result = step.run(task_vars={"gpudirect_rdma_plan": plan})
+    assert result["failed"]
+    assert result["msg"].startswith(
+        "gpudirect_rdma_image_registry_username, gpudirect_rdma_image_registry_password: the "
+        "plan has a pull Secret (gpudirect-rdma-image-registry); expected its login, got none"
+    )
+    with mock.patch.object(step, "_execute_module", return_value={}) as execute:
+        step.run(
+            task_vars={
+                "gpudirect_rdma_plan": plan,
+                "gpudirect_rdma_image_registry_username": "puller",
+                "gpudirect_rdma_image_registry_password": "pw",
+            }
+        )
+    assert execute.call_args.kwargs["module_args"]["registry_login"] == {
+        "username": "puller",
+        "password": "pw",
+    }
+
+
+def test_the_modules_failure_reaches_the_play_without_the_plan():
+    plan = build_plan(inputs("shared-device-roce"))
+    step = action({"name": "nfd", "kubeconfig": "/k"})
+    failure = {
+        "failed": True,
+        "msg": "the API server https://api:6443 did not answer while reading Namespace x",
+        "api_server": "https://api:6443",
+        "request": "reading Namespace x",
+        "invocation": {"module_args": {"plan": plan}},
+    }
+    with mock.patch.object(step, "_execute_module", return_value=failure) as execute:
+        result = step.run(task_vars={"gpudirect_rdma_plan": plan})
+    assert execute.call_args.kwargs["module_args"]["kubeconfig"] == "/k"
+    assert result["failed"] and result["msg"] == failure["msg"]
+    assert result["api_server"] == "https://api:6443" and result["request"] == failure["request"]
+    assert "invocation" not in result
+
+
+def test_an_unknown_step_is_named():
+    result = action({"name": "gpu"}).run(task_vars={})
+    assert result["failed"]
+    assert result["msg"].startswith("name: got 'gpu'; expected all or one of nfd, ")

@@ -1,0 +1,191 @@
+"""The step table (module_utils/steps.py) and the gates of its steps (module_utils/gates.py):
+every step's facts in one entry, in one order, that the engine, render, uninstall and
+diagnostics read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
+    incomplete_gates,
+    to_gate,
+)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.unit.inventories import NAMES, inputs
+
+ROLES = Path(__file__).resolve().parents[4] / "roles"
+
+
+def gates(plan: dict, name: str, **settings) -> list[dict]:
+    return table.step(name).gates(plan, settings)
+
+
+def test_the_steps_in_order():
+    assert table.NAMES == (
+        "nfd",
+        "sriov-network-operator",
+        "network-operator",
+        "machine-config",
+        "gpu-operator",
+        "method",
+    )
+    # The GPU driver comes after the network driver it builds on, and after the MachineConfigs
+    # that reboot the pool; the method last.
+    assert [s.wave for s in table.STEPS] == sorted(s.wave for s in table.STEPS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_objects_come_in_the_order_of_the_steps_each_labelled_with_its_component(name):
+    plan = build_plan(inputs(name))
+    seen = [table.component_of(o) for o in table.build_objects(plan)]
+    order = list(dict.fromkeys(seen))
+    assert order == [c for c in table.components(plan) if c in seen]
+    for step in table.STEPS:
+        for obj in table.component_objects(plan, step.component(plan)):
+            assert table.of_component(table.component_of(obj)) is step
+            kinds = {*step.kinds, *table.OLM_KINDS}
+            assert (obj["apiVersion"], obj["kind"]) in kinds, obj["kind"]
+
+
+def test_every_kind_the_collection_creates_is_managed_once():
+    kinds = table.managed_kinds()
+    assert len(kinds) == len(set(kinds))
+    assert kinds[0] == ("v1", "Pod")  # the test pods go first on uninstall
+    assert kinds[-1] == ("v1", "Namespace")
+    for name in NAMES:
+        plan = build_plan(inputs(name))
+        assert {(o["apiVersion"], o["kind"]) for o in table.build_objects(plan)} <= set(kinds)
+
+
+def test_each_role_has_the_settings_the_table_names_with_a_default():
+    for step in table.STEPS:
+        roles = (
+            ["shared_device", "host_device", "sriov_legacy"]
+            if step.role == "{method}"
+            else [step.role]
+        )
+        for role in roles:
+            defaults = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
+            spec = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
+            options = spec["argument_specs"]["main"]["options"]
+            tasks = yaml.safe_load((ROLES / role / "tasks" / "main.yml").read_text())
+            assert [t["gpudirect.rdma.step"]["name"] for t in tasks] == [step.name], role
+            for variable in step.settings.values():
+                variable = variable.format(method=role)
+                assert variable in defaults, f"{role}: {variable} has no default"
+                assert options[variable]["default"] == defaults[variable], variable
+
+
+def test_only_the_machine_configs_and_the_method_prune():
+    pruning = {s.name: table.prune_scope(s) for s in table.STEPS if table.prune_scope(s)}
+    assert set(pruning) == {"machine-config", "method"}
+    assert {k["kind"] for k in pruning["method"]["kinds"]} == {
+        "MacvlanNetwork",
+        "IPoIBNetwork",
+        "HostDeviceNetwork",
+        "SriovNetwork",
+        "SriovIBNetwork",
+        "IPPool",
+        "SriovNetworkNodePolicy",
+    }
+    assert pruning["machine-config"]["kinds"] == [
+        {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig"}
+    ]
+
+
+def test_uninstall_removes_the_machine_configs_only_when_asked():
+    assert {s.name: s.uninstall_when for s in table.STEPS if s.uninstall_when} == {
+        "machine-config": "uninstall_machine_configs"
+    }
+
+
+# -- gates -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_every_gate_says_what_it_waits_for_and_where_to_look(name):
+    plan = build_plan(inputs(name))
+    every = [
+        to_gate(g) for s in table.STEPS for g in s.gates(plan, {"removed_machine_configs": []})
+    ]
+    assert incomplete_gates(every) is None
+    assert all(gate.hint for gate in every)
+    assert len({gate.name for gate in every}) == len(every)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_method_waits_for_each_rail_and_sriov_for_its_node_states(name):
+    plan = build_plan(inputs(name))
+    found = gates(plan, "method")
+    resources = [
+        g["path"].removeprefix('status.allocatable."').removesuffix('"')
+        for g in found
+        if g["kind"] == "Node"
+    ]
+    networks = [g["name"] for g in found if g["kind"] == "NetworkAttachmentDefinition"]
+    assert resources == [rail["node_resource"] for rail in plan["rails"]]
+    assert networks == [rail["network_name"] for rail in plan["rails"]]
+    states = [g for g in found if g["kind"] == "SriovNetworkNodeState"]
+    assert len(states) == (plan["method"] == "sriov_legacy")
+    assert all(g["fail_on"] == ["Failed"] for g in states)
+
+
+def test_the_pool_renders_the_plans_machine_configs_and_none_removed():
+    plan = build_plan(inputs("sriov-legacy-roce"))
+    names = [o["metadata"]["name"] for o in table.component_objects(plan, "machine-config")]
+    assert names, "the example has MachineConfigs"
+    renders, updated = gates(plan, "machine-config", removed_machine_configs=["99-old"])
+    assert renders["includes"] == names
+    assert renders["excludes"] == ["99-old"]
+    assert renders["name"] == updated["name"] == plan["machine_configs"]["role"]
+    assert updated["equals"] == "True"
+
+
+def test_no_machine_config_and_none_removed_means_no_pool_gate():
+    plan = build_plan(
+        {
+            **inputs("shared-device-roce"),
+            "blacklist_irdma": False,
+            "persistent_nic_names": [],
+            "crio_memlock": False,
+        }
+    )
+    assert table.component_objects(plan, "machine-config") == []
+    assert gates(plan, "machine-config") == []
+    removed = gates(plan, "machine-config", removed_machine_configs=["99-old"])
+    assert removed[0]["excludes"] == ["99-old"]
+
+
+def test_nfd_counts_the_nodes_it_was_asked_for():
+    plan = build_plan(inputs("shared-device-roce"))
+    (labels,) = gates(plan, "nfd", min_nodes=3)
+    assert labels["min_count"] == 3
+    assert gates(plan, "sriov-network-operator") == []
+
+
+def test_uninstall_waits_for_what_a_removal_sets_off():
+    method, machine_config = table.step("method"), table.step("machine-config")
+    deleted = [
+        {"action": "deleted", "kind": "SriovNetworkNodePolicy", "namespace": "sriov", "name": "p"},
+        {"action": "deleted", "kind": "MachineConfig", "namespace": None, "name": "99-x"},
+    ]
+    (states,) = method.uninstall_gates(deleted)
+    assert states["namespace"] == "sriov"
+    assert "VFs are removed" in states["hint"]
+    renders, updated = machine_config.uninstall_gates(deleted)
+    assert "name" not in renders  # every pool
+    assert renders["excludes"] == ["99-x"]
+    assert renders["gate"] == "MachineConfigPools no longer render the MachineConfigs"
+    assert updated["gate"] == "MachineConfigPools updated"
+    assert method.uninstall_gates([]) == machine_config.uninstall_gates([]) == []
+
+
+def test_an_unknown_step_or_component_is_named():
+    with pytest.raises(ValueError, match="step: got 'gpu'; expected one of nfd, "):
+        table.step("gpu")
+    plan = build_plan(inputs("shared-device-roce"))
+    assert table.component_objects(plan, "sriov-legacy") == []
+    with pytest.raises(ValueError, match="component: got 'gpu'"):
+        table.component_objects(plan, "gpu")

@@ -1,0 +1,108 @@
+"""Adding a step is one entry in the step table (module_utils/steps.py) plus its builders: this
+walks the table and proves that site.yml, the converged check, render, uninstall and diagnostics
+cover every step, in the table's order (the shipped RBAC: tests/unit/test_rbac.py runs every
+step of the table against a recording cluster)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import diagnostics, remove
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import kustomize_tree
+from tests.unit.inventories import NAMES, inputs
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def tasks_of(path: Path) -> list[dict]:
+    found = []
+    for task in yaml.safe_load(path.read_text()) or []:
+        found.extend([task, *(task.get("block") or [])])
+    return found
+
+
+def test_site_yml_checks_every_step_then_runs_their_roles_in_the_order_the_check_returns():
+    (play,) = yaml.safe_load((REPO_ROOT / "playbooks" / "site.yml").read_text())
+    tasks = tasks_of_play(play)
+    check = next(t for t in tasks if "gpudirect.rdma.step" in t)
+    assert check["gpudirect.rdma.step"] == {"name": "all"}
+    assert check["check_mode"] is True
+    run = next(t for t in tasks if t.get("loop") == "{{ site_check.roles }}")
+    assert run["ansible.builtin.include_role"]["name"] == "gpudirect.rdma.{{ site_role }}"
+    assert tasks.index(check) < tasks.index(run)
+
+
+def tasks_of_play(play: dict) -> list[dict]:
+    found = []
+    for task in play["tasks"]:
+        found.extend([task, *(task.get("block") or [])])
+    return found
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_check_names_the_roles_of_every_step_and_each_runs_its_own(name):
+    plan = build_plan(inputs(name))
+    roles = [step.role_of(plan) for step in table.STEPS]
+    assert roles[:-1] == [
+        "nfd",
+        "sriov_network_operator",
+        "network_operator",
+        "node_config",
+        "gpu_operator",
+    ]
+    assert roles[-1] == plan["method"]
+    for step, role in zip(table.STEPS, roles, strict=True):
+        (task,) = tasks_of(REPO_ROOT / "roles" / role / "tasks" / "main.yml")
+        assert task["gpudirect.rdma.step"]["name"] == step.name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_render_lays_out_a_folder_per_step_in_the_order_of_the_steps(name):
+    plan = build_plan(inputs(name))
+    files = kustomize_tree(table.build_objects(plan))
+    folders = yaml.safe_load(files["kustomization.yaml"])["resources"]
+    planned = [
+        s.component(plan) for s in table.STEPS if table.component_objects(plan, s.component(plan))
+    ]
+    assert folders == planned
+    waves = [table.wave(o) for o in table.build_objects(plan) if not table.is_olm(o)]
+    assert waves == sorted(waves)
+
+
+def test_uninstall_goes_through_every_step_in_reverse_then_the_operators():
+    assert (
+        "test-pods",
+        *(s.name for s in reversed(table.STEPS)),
+        "operators",
+        "namespaces",
+    ) == remove.STAGES
+    stages = [
+        stage
+        for path in sorted((REPO_ROOT / "roles" / "uninstall" / "tasks").glob("*.yml"))
+        for task in tasks_of(path)
+        for stage in (task.get("gpudirect.rdma.remove") or {}).get("stages") or []
+    ]
+    opt_in = [s.name for s in table.STEPS if s.uninstall_when]
+    assert sorted(stages) == sorted(["operands", "operators", *opt_in, "namespaces"])
+    assert set(remove.OPERAND_STAGES) | set(opt_in) == set(remove.STAGES) - {
+        "operators",
+        "namespaces",
+    }
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_diagnostics_read_every_steps_kinds_and_namespaces(name):
+    plan = build_plan(inputs(name))
+    read = {(api_version, kind) for api_version, kind, _scope in diagnostics.kinds_to_read()}
+    for step in table.STEPS:
+        assert set(step.kinds) <= read, step.name
+    namespaces = diagnostics.plan_namespaces(plan)
+    for step in table.STEPS:
+        if step.operator:
+            assert plan["operators"][step.operator]["namespace"] in namespaces
+        assert set(step.namespaces(plan)) <= set(namespaces)
