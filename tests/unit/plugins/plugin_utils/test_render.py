@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import render
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import (
     MARKER,
@@ -95,3 +96,58 @@ def test_an_object_of_no_rendered_component_has_no_wave():
     }
     with pytest.raises(ValueError, match="Pod rdma-test: no sync wave for verify"):
         sync_wave(pod)
+
+
+class _Reference(yaml.SafeDumper):
+    """The renderer's dumper without its shortcut for long plain strings."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
+_Reference.add_representer(str, render._string)
+
+LONG = "data:text/plain;base64," + "U1VCU1lTVEVNPT0ibmV0Iix+/=" * 200
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"spec": {"source": LONG, "mode": 420}},
+        {"files": [{"contents": {"source": LONG}}, LONG]},
+        [LONG, LONG.replace(",", ".")],
+        {"flow": LONG, "no_comma": LONG.replace(",", "").replace(":", "")},
+        # Not taken by the shortcut: a space, a trailing ":", a leading "-", a "#".
+        {"a": LONG + " tail", "b": LONG + ":", "c": "-" + LONG, "d": LONG + "#x"},
+        {"short": "data:x,y", LONG[:300]: "a long key"},
+    ],
+)
+def test_long_plain_strings_are_written_as_pyyaml_writes_them(document):
+    reference = yaml.dump(
+        document, Dumper=_Reference, sort_keys=False, default_flow_style=False, width=1000
+    )
+    assert render.to_yaml(document) == reference
+    assert yaml.safe_load(render.to_yaml(document)) == document
+
+
+def test_a_tree_of_8000_persistent_nic_names_is_written_as_pyyaml_writes_it():
+    names = [
+        {"mac": f"b8:3f:d2:{n >> 8 & 0xFF:02x}:{n & 0xFF:02x}:{r:02x}", "name": f"ens{r + 1}f0np0"}
+        for n in range(1000)
+        for r in range(8)
+    ]
+    plan = build_plan({**inputs("shared-device-roce"), "persistent_nic_names": names})
+    objects = build_objects(plan)
+    files = kustomize_tree(objects)
+    machine_config = next(text for path, text in files.items() if "udev" in path)
+    assert len(machine_config) > 1_000_000
+    body = machine_config.split("\n", 1)[1]
+    obj = next(o for o in objects if "udev" in o["metadata"]["name"])
+    assert body == yaml.dump(
+        obj,
+        Dumper=_Reference,
+        sort_keys=False,
+        default_flow_style=False,
+        width=1000,
+        allow_unicode=True,
+    )
