@@ -11,6 +11,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.inputs import 
     PREFIX,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings import settings, watched
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import templated
 
 
 class ActionModule(ActionBase):
@@ -31,7 +32,7 @@ class ActionModule(ActionBase):
         # check of old and misspelt names.
         readable = {*(PREFIX + name for name in DEFAULTS), *settings()}
         variables = {
-            name: self._templar.template(value) if name in readable else None
+            name: templated(self._templar, value) if name in readable else None
             for name, value in task_vars.items()
             if watched(name)
         }

@@ -17,13 +17,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import method_mismatch
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import connection_args
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
+    ModuleAction,
+    connection_args,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError, check_inventory
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import templated
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 MODULE = "gpudirect.rdma.step"
@@ -62,20 +65,18 @@ def role_defaults(role: str) -> dict:
     return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-
+class ActionModule(ModuleAction):
     def _var(self, task_vars: dict, name: str, default=None):
         if name not in task_vars:
             return default
-        return self._templar.template(task_vars[name])
+        return templated(self._templar, task_vars[name])
 
     def _plan(self, task_vars: dict) -> dict:
         plan = self._var(task_vars, "gpudirect_rdma_plan")
         if plan:
             return plain(plan)
         variables = {
-            name: self._templar.template(value)
+            name: templated(self._templar, value)
             for name, value in task_vars.items()
             if name.startswith("gpudirect_rdma_")
         }
@@ -144,7 +145,7 @@ class ActionModule(ActionBase):
                 )
                 return result
             options["registry_login"] = login
-        ran = self._execute_module(module_name=MODULE, module_args=options, task_vars=task_vars)
+        ran = self._run_module(MODULE, options, task_vars)
         # The module's result without its arguments (the whole plan and the login).
         result.update({key: value for key, value in ran.items() if key != "invocation"})
         return result
