@@ -173,17 +173,20 @@ def summary_failure(failure):
     return {"task": failure["task"], "message": failure["msg"], "gate": failure["gate"]}
 
 
+ARGUMENT_SPEC = argument_spec(
+    dest={"type": "path", "required": True},
+    failure={"type": "dict", "options": FAILURE_SPEC},
+    namespaces={"type": "list", "elements": "str", "default": []},
+    plan={"type": "dict"},
+    log_lines={"type": "int", "default": 200},
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(
-            dest={"type": "path", "required": True},
-            failure={"type": "dict", "options": FAILURE_SPEC},
-            namespaces={"type": "list", "elements": "str", "default": []},
-            plan={"type": "dict"},
-            log_lines={"type": "int", "default": 200},
-        ),
-        supports_check_mode=True,
-    )
+    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
+
+
+def run(module):
     if module.params["log_lines"] < 0:
         module.fail_json(
             msg=f"log_lines: got {module.params['log_lines']}; expected 0 (no logs) or more lines"

@@ -106,25 +106,28 @@ def _rendered_files(dest, marker):
     return found
 
 
-def _write(module, path, content):
+def _write(path, content):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".manifest-")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         out.write(content)
     os.chmod(temporary, 0o644)
-    module.atomic_move(temporary, path)
+    os.replace(temporary, path)
+
+
+ARGUMENT_SPEC = {
+    "dest": {"type": "path", "required": True},
+    "files": {"type": "dict", "required": True},
+    "prune": {"type": "bool", "default": True},
+    "marker": {"type": "str", "default": DEFAULT_MARKER},
+}
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "dest": {"type": "path", "required": True},
-            "files": {"type": "dict", "required": True},
-            "prune": {"type": "bool", "default": True},
-            "marker": {"type": "str", "default": DEFAULT_MARKER},
-        },
-        supports_check_mode=True,
-    )
+    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
+
+
+def run(module):
     dest = module.params["dest"]
     files = module.params["files"]
     for relative, content in files.items():
@@ -157,7 +160,7 @@ def main():
             }
         )
         if not module.check_mode:
-            _write(module, path, files[relative])
+            _write(path, files[relative])
 
     removed = []
     if module.params["prune"] and os.path.isdir(dest):

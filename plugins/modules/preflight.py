@@ -126,17 +126,19 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
     summary,
 )
 
+ARGUMENT_SPEC = argument_spec(
+    plan={"type": "dict", "required": True},
+    objects={"type": "list", "elements": "dict", "required": True},
+    take_over={"type": "bool", "default": False},
+    fail_on_errors={"type": "bool", "default": True},
+)
+
 
 def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(
-            plan={"type": "dict", "required": True},
-            objects={"type": "list", "elements": "dict", "required": True},
-            take_over={"type": "bool", "default": False},
-            fail_on_errors={"type": "bool", "default": True},
-        ),
-        supports_check_mode=True,
-    )
+    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
+
+
+def run(module):
     plan = module.params["plan"]
     objects = module.params["objects"]
     try:

@@ -61,11 +61,14 @@ def reported(error: Exception) -> dict | None:
     return None
 
 
-def run_module(options: dict, body, before=None, **module_kwargs) -> None:
+def run_module(options: dict, body, before=None, module=None, **module_kwargs) -> None:
     """Make the module (kubernetes.core's connection options plus options), run before(module)
     (checks of its options that need no cluster; a result it returns ends the module there),
-    connect, run body(module, cluster, done) and exit with the result it returns."""
-    module = AnsibleModule(argument_spec=argument_spec(**options), **module_kwargs)
+    connect, run body(module, cluster, done) and exit with the result it returns. module, when
+    given, stands in for the AnsibleModule (the action plugins' run in their own process,
+    plugin_utils/connection.py)."""
+    if module is None:
+        module = AnsibleModule(argument_spec=argument_spec(**options), **module_kwargs)
     done: dict = {}
     try:
         early = before(module) if before else None
