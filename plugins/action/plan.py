@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError, check_inventory
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.inputs import (
-    DEFAULTS,
-    OPTIONS,
-    PREFIX,
-)
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings import settings, watched
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import templated
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.inputs import DEFAULTS, OPTIONS
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import checked_inventory
 
 
 class ActionModule(ActionBase):
@@ -20,24 +15,14 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        task_vars = task_vars or {}
         # The task's own options: Ansible's validator says which are unknown and checks scope;
         # the values of the others are checked with the inventory's, by the plan.
         spec = {name: {"type": "raw"} for name in DEFAULTS}
         spec["scope"] = {key: OPTIONS["scope"][key] for key in ("type", "choices", "default")}
         scope = self.validate_argument_spec(spec)[1]["scope"]
         overrides = {name: value for name, value in self._task.args.items() if name != "scope"}
-
-        # Only the inputs and the settings are templated; the other names are given for the
-        # check of old and misspelt names.
-        readable = {*(PREFIX + name for name in DEFAULTS), *settings()}
-        variables = {
-            name: templated(self._templar, value) if name in readable else None
-            for name, value in task_vars.items()
-            if watched(name)
-        }
         try:
-            checked = check_inventory(variables, overrides=overrides, scope=scope)
+            checked = checked_inventory(self._templar, task_vars or {}, overrides, scope)
         except PlanError as error:
             result.update(failed=True, msg=str(error), variable=error.variable)
             return result

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import method_mismatch
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import fast_yaml
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
     ModuleAction,
@@ -62,7 +61,7 @@ def check_setting(variable: str, key: str, value):
 
 def role_defaults(role: str) -> dict:
     path = ROLES / role / "defaults" / "main.yml"
-    return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    return (fast_yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
 
 
 class ActionModule(ModuleAction):

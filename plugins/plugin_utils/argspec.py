@@ -1,12 +1,13 @@
-"""Validate a filter's arguments against the options in its own DOCUMENTATION."""
+"""Validate a plugin's arguments against the options in its own DOCUMENTATION."""
 
 from __future__ import annotations
 
 import json
 
-import yaml
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import fast_yaml
 
 _SPEC_KEYS = ("type", "required", "choices", "default", "elements")
 
@@ -20,6 +21,11 @@ def _spec(options: dict) -> dict:
     return spec
 
 
+def spec_of(documentation: str) -> dict:
+    """The argument spec of the options a plugin's DOCUMENTATION declares."""
+    return _spec(fast_yaml.safe_load(documentation)["options"])
+
+
 def plain(value):
     """The value as plain dicts, lists, strings and numbers (templated values arrive as
     subclasses carrying Ansible's tags, which YAML dumpers and deep copies do not want)."""
@@ -29,7 +35,7 @@ def plain(value):
 def validate(documentation: str, filter_name: str, arguments: dict) -> dict:
     """The validated arguments (with defaults) as plain data, or AnsibleFilterError saying
     what was wrong."""
-    options = yaml.safe_load(documentation)["options"]
+    options = fast_yaml.safe_load(documentation)["options"]
     # Plain data first: the validator deep-copies what it is given, and a deep copy of a
     # templated value walks Ansible's lazy containers item by item (1.7 s for a plan with 8,000
     # persistent NIC names, 20 ms as plain data).

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import fast_yaml
 
-RELEASES = yaml.safe_load((Path(__file__).with_name("releases.yml")).read_text())
+RELEASES = fast_yaml.safe_load((Path(__file__).with_name("releases.yml")).read_text())
 NETWORK_OPERATOR_RELEASES = RELEASES["network_operator"]
 GPU_OPERATOR_RELEASES = RELEASES["gpu_operator"]
 LATEST_NETWORK_OPERATOR = next(iter(NETWORK_OPERATOR_RELEASES))

@@ -10,21 +10,19 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import te
 
 
 def templar():
-    return mock.MagicMock(
-        is_possibly_template=lambda text: "{{" in text or "{%" in text,
-        template=mock.MagicMock(return_value="TEMPLATED"),
-    )
+    return mock.MagicMock(template=mock.MagicMock(return_value="TEMPLATED"))
 
 
 @pytest.mark.parametrize(
     "value",
     [
         "plain",
+        "a { brace } and {} and a dict's {",
         42,
         None,
         True,
         [{"mac": "b8:3f:d2:3b:51:29", "name": "ens8f0np0"}] * 3,
-        {"nested": {"list": [1, 2.5, "x"]}},
+        {"nested": {"list": [1, 2.5, "x"], "empty": {}}, "next": [{}, {"a": {"b": {}}}]},
     ],
 )
 def test_plain_data_is_returned_as_it_is(value):
@@ -41,6 +39,7 @@ class Vaulted:
     "value",
     [
         "{{ other }}",
+        "x{#comment#}",
         ["a", {"deep": ["{% if x %}y{% endif %}"]}],
         {"{{ key }}": "value"},
         {"secret": Vaulted()},

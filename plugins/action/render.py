@@ -1,0 +1,39 @@
+"""gpudirect.rdma.render: plan from the inventory, build the objects, write the kustomize tree."""
+
+from __future__ import annotations
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
+from ansible_collections.gpudirect.rdma.plugins.modules.render import DOCUMENTATION
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import spec_of
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import ModuleAction
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import kustomize_tree
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import checked_inventory
+
+WRITER = "gpudirect.rdma.manifest_tree"
+
+
+class ActionModule(ModuleAction):
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = self.validate_argument_spec(spec_of(DOCUMENTATION))[1]
+        try:
+            plan = checked_inventory(self._templar, task_vars)["plan"]
+        except PlanError as error:
+            result.update(failed=True, msg=str(error), variable=error.variable)
+            return result
+        objects = build_objects(plan)
+        written = self._run_module(
+            WRITER,
+            {"dest": args["dest"], "files": kustomize_tree(objects), "prune": args["prune"]},
+            task_vars,
+        )
+        # Without its invocation, which would repeat every file written.
+        result.update({key: value for key, value in written.items() if key != "invocation"})
+        if not result.get("failed"):
+            result["objects"] = len(objects)
+            result["image_registry_secret"] = plan["image_registry_secret"]
+        return result
