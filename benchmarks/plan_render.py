@@ -5,7 +5,9 @@ nodes x 8 rails = 8,000 rules); rails multiply resources and networks. 64 rails 
 plan's limit (MAX_RAILS): the case prints the plan's error and is measured at the limit. Two
 measurements per case: the engine alone (plan + objects + kustomize layout, best of several
 runs, in a process of its own so that its peak memory is the case's) and the whole
-`ansible-playbook playbooks/render.yml` run (wall time and peak memory, one run).
+`ansible-playbook playbooks/render.yml` run (wall time, median of 3, and peak memory), beside
+the same run with the inventory written as JSON and a playbook of one `debug` task on the same
+inventory (what ansible-playbook itself costs to load those variables and run a task).
 
     make benchmark-quick       # or: .venv/bin/python benchmarks/plan_render.py [--quick]
 """
@@ -107,8 +109,21 @@ def engine_alone(nodes: int, rails: int, repeat: int) -> dict:
     return json.loads(result.stdout)
 
 
-def playbook(case: dict) -> tuple[float, float]:
-    """Wall time and peak memory (the largest process) of render.yml for the case."""
+NOOP = """\
+- name: ansible-playbook alone, on the same inventory
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: One task
+      ansible.builtin.debug:
+        msg: done
+"""
+
+
+def playbook(case: dict, book: Path, form: str = "yaml") -> tuple[float, float]:
+    """Wall time and peak memory (the largest process) of one run of the playbook on an
+    inventory holding the case (group_vars/all.yml, or all.json with form json)."""
     with tempfile.TemporaryDirectory() as work:
         inventory = Path(work) / "inventory"
         (inventory / "group_vars").mkdir(parents=True)
@@ -117,7 +132,10 @@ def playbook(case: dict) -> tuple[float, float]:
             "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n"
         )
         variables = {f"gpudirect_rdma_{k}": v for k, v in case.items()}
-        (inventory / "group_vars" / "all.yml").write_text(yaml.safe_dump(variables))
+        if form == "json":
+            (inventory / "group_vars" / "all.json").write_text(json.dumps(variables))
+        else:
+            (inventory / "group_vars" / "all.yml").write_text(yaml.safe_dump(variables))
         env = {
             **os.environ,
             "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
@@ -130,7 +148,7 @@ def playbook(case: dict) -> tuple[float, float]:
                     str(Path(sys.executable).parent / "ansible-playbook"),
                     "-i",
                     str(inventory),
-                    str(REPO_ROOT / "playbooks" / "render.yml"),
+                    str(book),
                     "-e",
                     f"gpudirect_rdma_render_dir={work}/tree",
                 ],
@@ -142,8 +160,14 @@ def playbook(case: dict) -> tuple[float, float]:
             _pid, status, usage = os.wait4(process.pid, 0)
             if os.waitstatus_to_exitcode(status) != 0:
                 log.seek(0)
-                raise RuntimeError(f"render.yml failed:\n{log.read().decode()[-3000:]}")
+                raise RuntimeError(f"{book.name} failed:\n{log.read().decode()[-3000:]}")
         return time.perf_counter() - began, usage.ru_maxrss / 1024
+
+
+def median_of(runs: int, *args) -> tuple[float, float]:
+    """The median wall time of runs of playbook(*args), with the largest peak memory."""
+    results = sorted(playbook(*args) for _ in range(runs))
+    return results[len(results) // 2][0], max(peak for _wall, peak in results)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -168,6 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"{'case':<24}{'objects':>8}{'udev rules':>12}{'tree bytes':>12}{'largest obj':>13}"
         f"{'engine ms':>11}{'engine MiB':>12}{'render.yml s':>14}{'render MiB':>12}"
+        f"{'as JSON s':>11}{'1 task s':>10}"
     )
     figures = []
     for nodes, asked in cases:
@@ -177,7 +202,14 @@ def main(argv: list[str] | None = None) -> None:
         if named < nodes:
             print(f"  measured with {rails} rails, persistent NIC names for {named} of the nodes")
         measured = engine_alone(named, rails, repeat=20 if nodes == 1 else 3)
-        wall, peak = playbook(inputs(named, rails))
+        case = inputs(named, rails)
+        render_yml = REPO_ROOT / "playbooks" / "render.yml"
+        wall, peak = median_of(3, case, render_yml)
+        wall_json, _peak = median_of(3, case, render_yml, "json")
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as noop:
+            noop.write(NOOP)
+            noop.flush()
+            alone, _peak = median_of(3, case, Path(noop.name))
         figures.append(
             {
                 "nodes": nodes,
@@ -189,13 +221,15 @@ def main(argv: list[str] | None = None) -> None:
                 **measured,
                 "render_yml_seconds": round(wall, 2),
                 "render_yml_peak_rss_mib": round(peak, 1),
+                "render_yml_json_inventory_seconds": round(wall_json, 2),
+                "one_task_same_inventory_seconds": round(alone, 2),
             }
         )
         print(
             f"{f'{nodes} node(s) x {rails} rail(s)':<24}{measured['objects']:>8}{named * rails:>12}"
             f"{measured['tree_bytes']:>12}{measured['largest_object_bytes']:>13}"
             f"{measured['engine_ms']:>11.1f}{measured['engine_peak_rss_mib']:>12.1f}"
-            f"{wall:>14.2f}{peak:>12.1f}"
+            f"{wall:>14.2f}{peak:>12.1f}{wall_json:>11.2f}{alone:>10.2f}"
         )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(figures, indent=2) + "\n")

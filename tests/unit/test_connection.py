@@ -197,3 +197,12 @@ def test_a_module_here_gets_plain_arguments_as_a_shipped_module_does():
     here = module_here({"name": tagged})
     assert here.params["name"] == "a"
     assert yaml.safe_dump(here.params)  # a tagged str is a subclass SafeDumper refuses
+
+
+def test_without_the_kubernetes_client_here_only_the_cluster_modules_are_shipped(monkeypatch):
+    from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import client
+
+    monkeypatch.setattr(client, "HAS_KUBERNETES", False)
+    for module in ("apply", "wait", "step", "preflight", "diagnostics"):
+        assert local_action(module)._code_here(f"gpudirect.rdma.{module}") is None, module
+    assert local_action("manifest_tree")._code_here("gpudirect.rdma.manifest_tree") is not None
