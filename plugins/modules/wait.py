@@ -9,8 +9,10 @@ author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: Wait until objects reach a state (CSV Succeeded, policy ready, node resources)
 description:
-  - Polls every gate of O(gates) about once a second (O(interval)) until all are met, so the play
-    moves on within a second of the last status change, whatever the timeout.
+  - Polls every gate of O(gates) until all are met, 0.2 s after the first read, then with the
+    pause doubling up to O(interval) (about once a second), so the play moves on within a second
+    of the last status change, whatever the timeout, and a status that follows the previous
+    step's write at once is seen at once.
   - Fails at once when a watched field reaches a value in C(fail_on) (a CSV in phase C(Failed)),
     and after O(timeout) seconds otherwise; the message names the gate, what was expected, the
     last state seen and where to look.
@@ -36,7 +38,7 @@ options:
     type: int
     default: 600
   interval:
-    description: Seconds between two reads.
+    description: Seconds between two reads, at most (the first pauses are shorter).
     type: float
     default: 1.0
   stable_for:

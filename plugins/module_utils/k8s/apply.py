@@ -25,6 +25,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     _server_message,
     list_if_served,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import poll_intervals
 
 # Kinds whose existing, foreign instances are simply adopted (labels added, nothing removed).
 # An adopted object is marked, so that uninstall leaves it: it was there before.
@@ -295,6 +296,7 @@ class Applier:
         metadata = obj["metadata"]
         cluster = fresh(self.cluster)
         deadline = time.monotonic() + timeout
+        pauses = poll_intervals()
         while cluster.get(
             obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace")
         ):
@@ -303,7 +305,7 @@ class Applier:
                     f"{identity(obj)} is still being deleted after {timeout:.0f}s: "
                     + _pending(cluster, obj)
                 )
-            time.sleep(0.5)
+            time.sleep(next(pauses))
 
     def _apply(self, obj: dict) -> dict:
         """Server-side apply (a dry run in check mode); a refusal names the object."""
@@ -384,6 +386,7 @@ def delete_and_wait(
     deadline = time.monotonic() + timeout
     remaining = items
     cluster = fresh(cluster)
+    pauses = poll_intervals()
     while True:
         remaining = [
             i
@@ -394,7 +397,7 @@ def delete_and_wait(
         ]
         if not remaining or time.monotonic() >= deadline:
             break
-        sleep(0.5)
+        sleep(next(pauses))
     if remaining:
         raise TimeoutError(
             f"deleted objects still exist after {timeout:.0f}s: "

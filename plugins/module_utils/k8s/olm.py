@@ -16,6 +16,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     owned_by_collection,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import poll_intervals
 
 OLM = "operators.coreos.com/v1alpha1"
 
@@ -36,6 +37,7 @@ def check_catalog(cluster, subscription: dict, deadline: float, sleep=time.sleep
     spec = subscription["spec"]
     where = f"{spec['sourceNamespace']}/{spec['source']}"
     state = None
+    pauses = poll_intervals()
     while True:
         source = cluster.get(OLM, "CatalogSource", spec["source"], spec["sourceNamespace"])
         if source is None:
@@ -52,7 +54,7 @@ def check_catalog(cluster, subscription: dict, deadline: float, sleep=time.sleep
                 f"CatalogSource {where} is not READY (last state {state!r}). "
                 f"Look at: oc -n {spec['sourceNamespace']} get catalogsource,pods"
             )
-        sleep(1)
+        sleep(next(pauses))
 
 
 def check_channel(cluster, subscription: dict) -> None:
@@ -150,6 +152,7 @@ def wait_for_csv(
     name = subscription["metadata"]["name"]
     namespace = subscription["metadata"]["namespace"]
     seen = "the Subscription does not exist yet"
+    pauses = poll_intervals()
     while True:
         live = cluster.get(OLM, "Subscription", name, namespace)
         if live is not None:
@@ -184,7 +187,7 @@ def wait_for_csv(
                 f"gate 'CSV Succeeded' not reached for Subscription {namespace}/{name}; last "
                 f"seen: {seen}. Look at: oc -n {namespace} get subscription,installplan,csv"
             )
-        sleep(1)
+        sleep(next(pauses))
 
 
 def install(

@@ -1,7 +1,8 @@
 """Gates: wait until objects reach a state, following their status as it changes.
 
 A gate names objects (one by name, or all matching a label selector), a field path and the value
-it must reach. Waiting polls every gate about once a second until all are met, one fails for
+it must reach. Waiting polls every gate, quickly at first and then about once a second
+(poll_intervals), until all are met, one fails for
 good (a value listed in fail_on), or the timeout passes; the message then says which gate, what
 it saw last and where to look, and the exception carries the gate and the objects it read last
 (report()) so that diagnostics can gather exactly those. Gates that read the same objects (every
@@ -329,6 +330,16 @@ def unstable_message(
     return text
 
 
+def poll_intervals(first: float = 0.2, most: float = 1.0):
+    """The pauses between the reads of a wait: short at first (what a step waits on often
+    follows its write within a second: an InstallPlan, a CSV, a rendered network), doubling to
+    once a second, so a long wait costs no more reads than before."""
+    interval = first
+    while True:
+        yield interval
+        interval = min(interval * 2, most)
+
+
 def wait_for(
     cluster,
     gates: list[Gate],
@@ -350,6 +361,7 @@ def wait_for(
     met_since = None  # when the current run of reads with every gate met began
     longest = 0.0
     last_unmet = None  # (gate, observation) of the last read with a gate unmet
+    pauses = poll_intervals(min(0.2, interval), interval)
     while True:
         unmet = []
         poll = OnePoll(cluster)
@@ -385,4 +397,5 @@ def wait_for(
                 gate,
                 observation,
             )
-        sleep(interval)
+        # The last read falls on the timeout itself, not up to a pause after it.
+        sleep(min(next(pauses), began + timeout - now))

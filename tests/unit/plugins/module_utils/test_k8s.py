@@ -23,6 +23,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     GateTimeout,
     field_path,
     lookup,
+    poll_intervals,
     quantity,
     wait_for,
 )
@@ -206,7 +207,13 @@ def test_wait_returns_as_soon_as_the_state_is_reached():
         clock=clock,
         sleep=clock.sleep,
     )
-    assert took == {"NicClusterPolicy ready": 2.0}
+    # Read at 0, after 0.2 s and after 0.4 s more (poll_intervals).
+    assert took == {"NicClusterPolicy ready": 0.6}
+
+
+def test_waits_read_quickly_at_first_then_once_a_second():
+    pauses = poll_intervals()
+    assert [next(pauses) for _ in range(7)] == [0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 1.0]
 
 
 def test_wait_times_out_naming_the_gate_the_expectation_and_the_last_state():
@@ -285,8 +292,8 @@ def test_gates_must_hold_in_the_same_read():
     ]
     cluster = FakeCluster(pool)
     took = wait_for(cluster, gates, timeout=30, clock=clock, sleep=clock.sleep)
-    assert clock.now == 2.0
-    assert took == {"updated": 0.0, "renders": 1.0}
+    assert clock.now == pytest.approx(0.6)  # the third read, 0.2 s and 0.4 s after the others
+    assert took == {"updated": 0.0, "renders": 0.2}
     assert cluster.reads == 3  # both gates judge one read of the pool per poll
 
 
@@ -470,7 +477,8 @@ def test_stable_for_passes_once_the_state_holds_long_enough():
         cluster, [gate(equals="ready")], timeout=30, clock=clock, sleep=clock.sleep, stable_for=3
     )
     assert took == {"NicClusterPolicy ready": 0.0}
-    assert clock.now == 5  # met at 2 (after the notReady read at 1), held through 5
+    # Read at 0, 0.2 (notReady), 0.6, 1.4, 2.4, 3.4, 4.4: met from 0.6, held 3 s at 4.4.
+    assert clock.now == pytest.approx(4.4)
 
 
 class RefusingResource:
