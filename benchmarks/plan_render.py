@@ -166,7 +166,7 @@ def playbook(case: dict, book: Path, form: str = "yaml") -> tuple[float, float]:
 
 def median_of(runs: int, *args) -> tuple[float, float]:
     """The median wall time of runs of playbook(*args), with the largest peak memory."""
-    results = sorted(playbook(*args) for _ in range(runs))
+    results = sorted(playbook(*args) for _run in range(runs))
     return results[len(results) // 2][0], max(peak for _wall, peak in results)
 
 

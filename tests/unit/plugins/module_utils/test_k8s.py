@@ -213,7 +213,7 @@ def test_wait_returns_as_soon_as_the_state_is_reached():
 
 def test_waits_read_quickly_at_first_then_once_a_second():
     pauses = poll_intervals()
-    assert [next(pauses) for _ in range(7)] == [0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 1.0]
+    assert [next(pauses) for _read in range(7)] == [0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 1.0]
 
 
 def test_wait_times_out_naming_the_gate_the_expectation_and_the_last_state():
