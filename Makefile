@@ -10,6 +10,10 @@ BIN := $(abspath $(VENV))/bin
 STATE_DIR ?= .envtest
 # make test runs its own control plane, so a demo cluster in $(STATE_DIR) is left alone.
 TEST_STATE_DIR ?= .envtest/test
+# pytest-xdist workers: unit tests, and integration tests each on a control plane of its own
+# (tests/integration/conftest.py).
+UNIT_WORKERS ?= 2
+INTEGRATION_WORKERS ?= 2
 export PATH := $(BIN):$(PATH)
 export PYTHONPATH := $(CURDIR)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -71,7 +75,7 @@ lint: venv ## yamllint, ruff, ansible-lint (production profile)
 
 .PHONY: unit
 unit: venv ## unit tests (no cluster)
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest -n $(UNIT_WORKERS) tests/unit
 
 .PHONY: sanity
 sanity: venv ## ansible-test sanity, every test, on the venv's Python (no Docker, no Galaxy)
@@ -82,7 +86,7 @@ integration: venv ## integration tests and the molecule scenario against their o
 	@set -e; trap '$(MAKE) --no-print-directory cluster-down STATE_DIR=$(TEST_STATE_DIR)' EXIT; \
 	$(MAKE) --no-print-directory cluster-up STATE_DIR=$(TEST_STATE_DIR); \
 	export GPUDIRECT_RDMA_STATE_DIR=$(abspath $(TEST_STATE_DIR)) K8S_AUTH_KUBECONFIG=$(abspath $(TEST_STATE_DIR))/kubeconfig; \
-	$(BIN)/pytest tests/integration; \
+	$(BIN)/pytest -n $(INTEGRATION_WORKERS) --dist loadfile tests/integration; \
 	$(BIN)/molecule test
 
 .PHONY: build

@@ -2,7 +2,10 @@
 
 `make integration` starts one control plane (with the simulator) and passes its state directory
 in GPUDIRECT_RDMA_STATE_DIR; run alone, pytest starts its own in a temporary directory and stops
-it at the end.
+it at the end. With pytest-xdist (`make integration` runs `-n 2 --dist loadfile`: the tests
+wait on the simulator far more than they compute), the first worker takes that control plane and
+every other worker starts one of its own, so no two tests ever share a cluster at once; a test
+file's tests run in one worker, in their order.
 """
 
 from __future__ import annotations
@@ -25,13 +28,16 @@ from tests.simulator.core import DEFAULT_KNOBS, write_knobs
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory) -> ControlPlane:
     state_dir = os.environ.get("GPUDIRECT_RDMA_STATE_DIR")
-    if state_dir:
+    first_worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0"
+    if state_dir and first_worker:
         plane = ControlPlane(Path(state_dir))
         if not plane.running():
             pytest.fail(f"GPUDIRECT_RDMA_STATE_DIR={state_dir} names no running control plane")
         yield plane
         return
     with started(tmp_path_factory.mktemp("envtest")) as plane:
+        # Whatever this worker runs talks to its own plane, a playbook given no kubeconfig too.
+        os.environ["K8S_AUTH_KUBECONFIG"] = str(plane.kubeconfig)
         yield plane
 
 
