@@ -22,15 +22,12 @@ whole sync happens before that operator has installed its CRDs.
 
 from __future__ import annotations
 
-import re
-
-import yaml
-
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
     component_of,
     is_olm,
     wave,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.yaml_text import to_yaml
 
 MARKER = "# Rendered by gpudirect.rdma (playbooks/render.yml). Edit the inventory, not this file."
 
@@ -43,71 +40,6 @@ WAVES_COMMENT = (
 )
 # Kinds OpenShift serves before any of the four operators is installed, besides the OLM kinds.
 PLATFORM_KINDS = ("MachineConfig",)
-
-
-# A long string of these characters, starting with a letter or digit and not ending with ":"
-# (a MachineConfig's base64 data URL: 1 MB with 8,000 persistent NIC names), is a plain scalar
-# on one line; PyYAML's emitter finds that out one character at a time, which took most of the
-# time of render.yml at 1,000 nodes x 8 rails.
-_LONG_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9+/=:;,._-]*(?<!:)")
-_LONG = 256
-
-
-class _Dumper(yaml.SafeDumper):
-    """Block style, keys in the order the builders wrote them, list items indented under
-    their key (as yamllint and kubectl write them), multi-line strings as `|`."""
-
-    def increase_indent(self, flow=False, indentless=False):
-        return super().increase_indent(flow, False)
-
-    def analyze_scalar(self, scalar):
-        """PyYAML's analysis, computed at once for a long plain string (_LONG_PLAIN): no
-        spaces, breaks or special characters; "," and ":" are flow indicators."""
-        if len(scalar) < _LONG or not _LONG_PLAIN.fullmatch(scalar):
-            return super().analyze_scalar(scalar)
-        return yaml.emitter.ScalarAnalysis(
-            scalar=scalar,
-            empty=False,
-            multiline=False,
-            allow_flow_plain="," not in scalar and ":" not in scalar,
-            allow_block_plain=True,
-            allow_single_quoted=True,
-            allow_double_quoted=True,
-            allow_block=True,
-        )
-
-    def write_plain(self, text, split=True):
-        """PyYAML's write_plain, at once for a long plain string: without spaces or breaks it
-        writes the text in one piece."""
-        if len(text) < _LONG or not _LONG_PLAIN.fullmatch(text):
-            return super().write_plain(text, split)
-        if self.root_context:
-            self.open_ended = True
-        data = text if self.whitespace else f" {text}"
-        self.whitespace = False
-        self.indention = False
-        self.column += len(data)
-        self.stream.write(data.encode(self.encoding) if self.encoding else data)
-        return None
-
-
-def _string(dumper: yaml.SafeDumper, value: str):
-    style = "|" if "\n" in value and not value.startswith((" ", "\t")) else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _string)
-
-
-def to_yaml(document) -> str:
-    return yaml.dump(
-        document,
-        Dumper=_Dumper,
-        sort_keys=False,
-        default_flow_style=False,
-        width=1000,
-        allow_unicode=True,
-    )
 
 
 def file_name(obj: dict) -> str:

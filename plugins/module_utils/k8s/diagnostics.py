@@ -17,20 +17,12 @@ index of files, and what could not be read.
 
 from __future__ import annotations
 
-import json
 import os
 import tarfile
 import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-
-try:
-    import yaml
-
-    HAS_YAML = True
-except ImportError:  # pragma: no cover - JSON is YAML too
-    HAS_YAML = False
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     ApiFailure,
@@ -40,6 +32,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import OWNED as MANAGED_BY
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import STEPS, managed_kinds
+from ansible_collections.gpudirect.rdma.plugins.module_utils.yaml_text import to_yaml
 
 OLM = "operators.coreos.com/v1alpha1"
 MARKETPLACE = "openshift-marketplace"
@@ -338,7 +331,7 @@ class Gatherer:
             name = file_name(kind)
             self.out.add(
                 name,
-                dump(kept),
+                to_yaml(kept),
                 kind=kind,
                 api_version=api_version,
                 objects=len(kept),
@@ -416,7 +409,7 @@ class Gatherer:
             snapshots.append(snapshot)
         self.out.gate = {**gate_fields(gate), "objects": snapshots}
         self.out.add(
-            GATE, dump(whole), kind=gate.get("kind"), objects=len(whole), read="the gate's"
+            GATE, to_yaml(whole), kind=gate.get("kind"), objects=len(whole), read="the gate's"
         )
 
     def gate_objects_now(self, gate: dict) -> list[dict]:
@@ -491,7 +484,7 @@ def gather(
         out.gate = gate_fields(gate) if gate else None
         out.error = f"the API server could not be reached; nothing was read from it: {error}"
     document = summary(out, failure, when or utc_now())
-    out.files = {SUMMARY: dump(document), **out.files}
+    out.files = {SUMMARY: to_yaml(document), **out.files}
     return out
 
 
@@ -533,27 +526,6 @@ def summary(out: Gathered, failure: dict, when: datetime) -> dict:
 
 
 # -- writing -----------------------------------------------------------------------------------
-
-
-class _Dumper(yaml.SafeDumper if HAS_YAML else object):
-    """Block style, multi-line strings (messages, conditions) as literal blocks."""
-
-
-def _str(dumper, value):
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-if HAS_YAML:
-    _Dumper.add_representer(str, _str)
-
-
-def dump(data) -> str:
-    if HAS_YAML:
-        return yaml.dump(
-            data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True
-        )
-    return json.dumps(data, indent=2, default=str) + "\n"  # pragma: no cover
 
 
 def write_archive(files: dict[str, str], dest: str, when: datetime) -> str:

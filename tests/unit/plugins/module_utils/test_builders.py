@@ -26,8 +26,8 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
     component_objects,
     components,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.yaml_text import to_yaml
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import to_yaml
 from tests.unit.inventories import NAMES, inputs
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils import yaml_text
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import render
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.render import (
     MARKER,
@@ -105,7 +105,7 @@ class _Reference(yaml.SafeDumper):
         return super().increase_indent(flow, False)
 
 
-_Reference.add_representer(str, render._string)
+_Reference.add_representer(str, yaml_text._string)
 
 LONG = "data:text/plain;base64," + "U1VCU1lTVEVNPT0ibmV0Iix+/=" * 200
 
@@ -126,8 +126,8 @@ def test_long_plain_strings_are_written_as_pyyaml_writes_them(document):
     reference = yaml.dump(
         document, Dumper=_Reference, sort_keys=False, default_flow_style=False, width=1000
     )
-    assert render.to_yaml(document) == reference
-    assert yaml.safe_load(render.to_yaml(document)) == document
+    assert yaml_text.to_yaml(document) == reference
+    assert yaml.safe_load(yaml_text.to_yaml(document)) == document
 
 
 def test_a_tree_of_8000_persistent_nic_names_is_written_as_pyyaml_writes_it():
