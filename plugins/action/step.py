@@ -16,16 +16,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ansible.module_utils.common.yaml import yaml_load
+
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import method_mismatch
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import fast_yaml
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
     ModuleAction,
     connection_args,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError, check_inventory
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import templated
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import (
+    checked_inventory,
+    templated,
+)
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 MODULE = "gpudirect.rdma.step"
@@ -61,7 +65,7 @@ def check_setting(variable: str, key: str, value):
 
 def role_defaults(role: str) -> dict:
     path = ROLES / role / "defaults" / "main.yml"
-    return (fast_yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    return (yaml_load(path.read_text()) or {}) if path.exists() else {}
 
 
 class ActionModule(ModuleAction):
@@ -74,12 +78,7 @@ class ActionModule(ModuleAction):
         plan = self._var(task_vars, "gpudirect_rdma_plan")
         if plan:
             return plain(plan)
-        variables = {
-            name: templated(self._templar, value)
-            for name, value in task_vars.items()
-            if name.startswith("gpudirect_rdma_")
-        }
-        return check_inventory(variables)["plan"]
+        return checked_inventory(self._templar, task_vars)["plan"]
 
     def _settings(self, plan: dict, names: list[str], task_vars: dict) -> dict:
         found = {}

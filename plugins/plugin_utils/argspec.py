@@ -6,8 +6,7 @@ import json
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import fast_yaml
+from ansible.module_utils.common.yaml import yaml_load
 
 _SPEC_KEYS = ("type", "required", "choices", "default", "elements")
 
@@ -23,7 +22,7 @@ def _spec(options: dict) -> dict:
 
 def spec_of(documentation: str) -> dict:
     """The argument spec of the options a plugin's DOCUMENTATION declares."""
-    return _spec(fast_yaml.safe_load(documentation)["options"])
+    return _spec(yaml_load(documentation)["options"])
 
 
 def plain(value):
@@ -35,7 +34,7 @@ def plain(value):
 def validate(documentation: str, filter_name: str, arguments: dict) -> dict:
     """The validated arguments (with defaults) as plain data, or AnsibleFilterError saying
     what was wrong."""
-    options = fast_yaml.safe_load(documentation)["options"]
+    options = yaml_load(documentation)["options"]
     # Plain data first: the validator deep-copies what it is given, and a deep copy of a
     # templated value walks Ansible's lazy containers item by item (1.7 s for a plan with 8,000
     # persistent NIC names, 20 ms as plain data).

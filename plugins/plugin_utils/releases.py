@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import fast_yaml
+from ansible.module_utils.common.yaml import yaml_load
 
-RELEASES = fast_yaml.safe_load((Path(__file__).with_name("releases.yml")).read_text())
+RELEASES = yaml_load((Path(__file__).with_name("releases.yml")).read_text())
 NETWORK_OPERATOR_RELEASES = RELEASES["network_operator"]
 GPU_OPERATOR_RELEASES = RELEASES["gpu_operator"]
 LATEST_NETWORK_OPERATOR = next(iter(NETWORK_OPERATOR_RELEASES))
