@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpudirect.rdma.plugins.doc_fragments.tree import ModuleDocFragment
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
-from ansible_collections.gpudirect.rdma.plugins.modules.render import DOCUMENTATION
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import spec_of
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import ModuleAction
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError
@@ -19,7 +19,8 @@ class ActionModule(ModuleAction):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        args = self.validate_argument_spec(spec_of(DOCUMENTATION))[1]
+        # The options are the tree fragment's (gpudirect.rdma.render extends it, adding none).
+        args = self.validate_argument_spec(spec_of(ModuleDocFragment.DOCUMENTATION))[1]
         try:
             plan = checked_inventory(self._templar, task_vars)["plan"]
         except PlanError as error:
@@ -34,6 +35,5 @@ class ActionModule(ModuleAction):
         # Without its invocation, which would repeat every file written.
         result.update({key: value for key, value in written.items() if key != "invocation"})
         if not result.get("failed"):
-            result["objects"] = len(objects)
             result["image_registry_secret"] = plan["image_registry_secret"]
         return result

@@ -11,30 +11,13 @@ short_description: Write a rendered manifest tree to a folder
 description:
   - Writes each file of O(files) below O(dest), creating folders as needed; a file whose content
     is already right is not touched.
-  - With O(prune), removes files below O(dest) that an earlier render wrote (they start with the
-    collection's marker line) and that are no longer part of the tree, for example the previous
-    method's networks after switching method. Files without the marker are never touched.
-  - Nothing is written when the plan failed before, since render.yml plans first.
-attributes:
-  check_mode:
-    support: full
-    description: Reports what would be written and removed, writes nothing.
-  diff_mode:
-    support: full
-    description: Shows the changed file contents.
+extends_documentation_fragment:
+  - gpudirect.rdma.tree
 options:
-  dest:
-    description: Folder of the tree; created when missing.
-    type: path
-    required: true
   files:
     description: File contents by path relative to O(dest) (no absolute paths, no C(..)).
     type: dict
     required: true
-  prune:
-    description: Remove files of an earlier render that are not in O(files).
-    type: bool
-    default: true
   marker:
     description: First line that marks a file as rendered (and so as removable by O(prune)).
     type: str

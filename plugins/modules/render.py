@@ -1,5 +1,4 @@
-"""gpudirect.rdma.render: documentation of the render action plugin (the code is
-plugins/action/render.py)."""
+"""gpudirect.rdma.render: documentation of the render action plugin (plugins/action/render.py)."""
 
 from __future__ import annotations
 
@@ -14,27 +13,10 @@ description:
     anything is written), builds the objects as P(gpudirect.rdma.objects#filter) does, lays them
     out as P(gpudirect.rdma.kustomize_tree#filter) does and writes them as
     M(gpudirect.rdma.manifest_tree) does.
-  - One task instead of those three, so that the plan (which holds every persistent NIC name,
-    8,000 of them at 1,000 nodes x 8 rails) and the tree (1 MB there) stay inside the task
-    instead of passing through Ansible's results and templating. The objects are the ones
-    C(playbooks/site.yml) applies.
-  - Runs on the controller; needs no cluster.
-attributes:
-  check_mode:
-    support: full
-    description: Reports what would be written and removed, writes nothing.
-  diff_mode:
-    support: full
-    description: Shows the changed file contents.
-options:
-  dest:
-    description: Folder of the tree; created when missing.
-    type: path
-    required: true
-  prune:
-    description: Remove files of an earlier render that are no longer part of the tree.
-    type: bool
-    default: true
+  - One task, so that the plan and the tree (1 MB at 1,000 nodes x 8 rails) never pass through
+    Ansible's results. The objects are the ones C(playbooks/site.yml) applies. No cluster needed.
+extends_documentation_fragment:
+  - gpudirect.rdma.tree
 """
 
 EXAMPLES = r"""
@@ -62,10 +44,6 @@ removed:
   elements: str
 unchanged:
   description: How many files already had the right content.
-  returned: success
-  type: int
-objects:
-  description: How many objects the tree holds.
   returned: success
   type: int
 image_registry_secret:
