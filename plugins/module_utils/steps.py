@@ -307,9 +307,12 @@ def managed_kinds() -> tuple[tuple[str, str], ...]:
     return tuple(dict.fromkeys(found))
 
 
+def kind_dicts(pairs) -> list[dict]:
+    """(apiVersion, kind) pairs as the kinds options of apply and remove name them."""
+    return [{"apiVersion": api_version, "kind": kind} for api_version, kind in pairs]
+
+
 def prune_scope(step_: Step) -> dict | None:
     """The kinds whose collection objects applying the step removes when the plan lacks them,
     or None for a step that removes nothing."""
-    if not step_.prunes:
-        return None
-    return {"kinds": [{"apiVersion": a, "kind": k} for a, k in step_.kinds]}
+    return {"kinds": kind_dicts(step_.kinds)} if step_.prunes else None

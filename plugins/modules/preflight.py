@@ -122,7 +122,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (  # noqa: E402
     Facts,
     evaluate,
-    gather,
+    judge,
     summary,
 )
 
@@ -141,25 +141,24 @@ def main():
 def run(module):
     plan = module.params["plan"]
     objects = module.params["objects"]
+    take_over = module.params["take_over"]
     try:
         cluster = Cluster(module)  # the first contact: discovery of the served APIs
     except Forbidden as error:
-        facts = Facts(forbidden=str(error))
+        findings = evaluate(plan, objects, Facts(forbidden=str(error)), take_over)
     except Exception as error:  # connection refused, TLS, 401: the summary says which
         facts = Facts(api_error=f"{type(error).__name__}: {error}")
+        findings = evaluate(plan, objects, facts, take_over)
     else:
         with failing_clearly(module, cluster):
             try:
-                facts = gather(cluster, plan, objects)
-            except Forbidden as error:  # the first read the user may not make: who, what, the fix
-                facts = Facts(server=cluster.server, forbidden=str(error))
+                findings = judge(cluster, plan, objects, take_over, cluster.server)
             except DynamicApiError as error:
                 module.fail_json(
                     msg=f"preflight could not read the cluster: {error.status} {error.reason}: "
                     f"{error.summary()}. The user running the playbook needs read access to "
                     "the kinds the collection manages."
                 )
-    findings = evaluate(plan, objects, facts, module.params["take_over"])
     lines = summary(findings)
     errors = sum(1 for f in findings if f["severity"] == "error")
     warnings = sum(1 for f in findings if f["severity"] == "warning")

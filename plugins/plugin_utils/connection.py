@@ -1,19 +1,12 @@
-"""How the collection's action plugins run the modules that talk to the cluster.
+"""How the collection's action plugins run their modules (docs/connecting.md).
 
-The cluster connection as role variables: gpudirect_rdma_kubeconfig, _context, _host, _api_key,
-_validate_certs, _ca_cert, _client_cert and _client_key give kubernetes.core's connection options
-of the same names to the collection's modules, unless the task (or module_defaults) sets them.
-Without these variables, the options come from module_defaults or the K8S_AUTH_* environment
-variables, as with kubernetes.core.
+The connection: gpudirect_rdma_kubeconfig, _context, _host, _api_key, _validate_certs, _ca_cert,
+_client_cert and _client_key give kubernetes.core's options of those names to the modules, unless
+the task or module_defaults sets them (else the K8S_AUTH_* variables, as with kubernetes.core).
 
-Where the module runs: on a local connection (the playbooks' `hosts: localhost`,
-`connection: local`) without become or async, the module runs inside the action's own process
-(when the kubernetes client is importable here): the same code, argument
-spec and result as the shipped module, without a second Python process that would import the
-kubernetes client again (about 0.6 s a task) or receive its arguments as JSON (1 MB for the
-tree of 1,000 nodes x 8 rails). The task's `environment` applies to that run as it would to the
-module's process. Anywhere else (another host, become, async), the module is shipped and run
-there as usual (async as Ansible's async jobs run).
+Where: on a local connection without become or async, the module runs in the action's process
+(same code, argument spec and result, the task's `environment` applied), without a Python of its
+own that imports the kubernetes client again (0.6 s a task); anywhere else it is shipped.
 """
 
 from __future__ import annotations
@@ -58,8 +51,7 @@ def connection_args(args: dict, task_vars: dict, template) -> dict:
 
 
 class Exited(BaseException):
-    """exit_json or fail_json of a module run in this process (a BaseException, as AnsibleModule's
-    SystemExit is, so that no `except Exception` of the engine takes it for an error)."""
+    """A module's end in this process; a BaseException as SystemExit is, past `except Exception`."""
 
     def __init__(self, result: dict):
         super().__init__(result.get("msg", ""))
@@ -67,14 +59,11 @@ class Exited(BaseException):
 
 
 class ModuleHere:
-    """What the engine's modules use of AnsibleModule (params, check_mode, _diff, warn,
-    exit_json, fail_json), for a module run in the action's process. The arguments are
-    validated with the argument spec validator AnsibleModule uses (types, choices, defaults,
-    K8S_AUTH_* fallbacks, no_log values), and a result is what the module would print: JSON,
-    with its invocation and the no_log values masked."""
+    """What the modules use of AnsibleModule, for a run in the action's process: arguments
+    validated by AnsibleModule's validator, a result as the module would print it (JSON, its
+    invocation, no_log values masked)."""
 
     def __init__(self, name: str, argument_spec: dict, args: dict, check_mode: bool, diff: bool):
-        self._name = name
         self.check_mode = check_mode
         self._diff = diff
         self._warnings: list[str] = []
@@ -102,9 +91,8 @@ class ModuleHere:
 
 
 def _as_shipped(args: dict) -> dict:
-    """The arguments as a shipped module receives them: encoded as Ansible encodes a module's
-    arguments (vaulted values decrypted, templated strings without their tags), then decoded
-    into plain dicts, lists and strings, which YAML dumpers and deep copies take."""
+    """The arguments as a shipped module receives them: encoded as Ansible encodes them
+    (vaulted values decrypted, no tags on templated strings), decoded into plain data."""
     encoder = get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE)
     return json.loads(json.dumps(args, cls=encoder))
 

@@ -20,7 +20,6 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as tab
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import olm as olm_objects
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import olm, preflight
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import Applier
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import Forbidden
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import Reads
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.secrets import registry_secret
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
@@ -91,11 +90,9 @@ class Engine:
     def check(self, names: list[str]) -> list[dict]:
         """The preflight findings for these steps; PreflightFailed on an error."""
         objects = [o for name in names for o in self._objects(table.step(name), None)]
-        try:
-            facts = preflight.gather(self.reads, self.plan, objects)
-        except Forbidden as error:  # the first read the user may not make: who, what, the fix
-            facts = preflight.Facts(server=self.cluster.server, forbidden=str(error))
-        self.findings = preflight.evaluate(self.plan, objects, facts, self.take_over)
+        self.findings = preflight.judge(
+            self.reads, self.plan, objects, self.take_over, self.cluster.server
+        )
         if any(f["severity"] == "error" for f in self.findings):
             raise PreflightFailed(self.findings)
         return self.findings

@@ -1,20 +1,10 @@
 """What every module of the collection that talks to the cluster shares: kubernetes.core's
-connection options, the connection itself, and one way to end on an error.
-
-    def main():
-        run_module({"objects": {...}}, body, supports_check_mode=True)
-
-    def body(module, cluster, done):
-        done["results"] = applier.results   # reported as they stand if the body fails
-        ...
-        return {"changed": ..., ...}          # exit_json(**result)
-
-The failures the engine raises on purpose (a gate not met, somebody else's object, an object the
-API server refuses, a preflight error, an OLM install that cannot go on, a kind not served, a
-deletion that does not finish) end the module with their message and what they carry (the gate,
-the findings); ModuleFailure does so for the body's own. A refused request (403), an API server
-that does not answer, and an API answer nothing handled end it with a message naming the request
-and the server (client.failing_clearly) instead of a traceback; `done` is reported with each.
+connection options, the connection, and one way to end (run_module: a module's main() is
+`run_module(OPTIONS, body)`, body(module, cluster, done) returns the result, `done` holds what
+is reported if it fails). The engine's own failures (a gate, a foreign object, a refusal, a
+preflight error, OLM, a kind not served, a deletion that does not end) end the module with their
+message and what they carry; a 403, a silent API server or an unhandled API answer end it with
+the request and the server (client.failing_clearly), never a traceback.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     owned_by_collection,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+    Forbidden,
     get_if_served,
     list_if_served,
 )
@@ -684,6 +685,16 @@ def evaluate(plan: dict, objects: list[dict], facts: Facts, take_over: bool = Fa
     found += _check_rdma_mode(plan, facts)
     found += _check_single_node(plan, facts)
     return found
+
+
+def judge(reader, plan: dict, objects: list[dict], take_over: bool, server: str | None) -> list:
+    """gather, then evaluate; a first read the user may not make (Forbidden) is the finding that
+    says who may not do what and the fix."""
+    try:
+        facts = gather(reader, plan, objects)
+    except Forbidden as error:
+        facts = Facts(server=server, forbidden=str(error))
+    return evaluate(plan, objects, facts, take_over)
 
 
 def summary(findings: list[dict]) -> list[str]:

@@ -69,10 +69,6 @@ OPERAND_STAGES = (
 )
 
 
-def _kinds(pairs) -> list[dict]:
-    return [{"apiVersion": api_version, "kind": kind} for api_version, kind in pairs]
-
-
 def installed_csvs(cluster, subscriptions: list[dict], operator_groups: list[dict]) -> list[dict]:
     """The ClusterServiceVersions the collection's operators run on."""
     wanted = set()
@@ -137,17 +133,19 @@ class Remover:
             return
         if stage == TEST_PODS:
             self._delete(
-                owned_objects(self.cluster, _kinds(table.TEST_POD_KINDS), label_selector),
+                owned_objects(self.cluster, table.kind_dicts(table.TEST_POD_KINDS), label_selector),
                 timeout,
                 reason,
             )
             return
         if stage == NAMESPACES:
-            items = owned_objects(self.cluster, _kinds([("v1", "Namespace")]), label_selector)
+            items = owned_objects(
+                self.cluster, table.kind_dicts([("v1", "Namespace")]), label_selector
+            )
             self._delete(self._namespaces_to_delete(items), timeout, reason)
             return
         step = table.step(stage)
-        items = owned_objects(self.cluster, _kinds(step.kinds), label_selector)
+        items = owned_objects(self.cluster, table.kind_dicts(step.kinds), label_selector)
         items += self._named_objects(step, label_selector)
         deleted = self._delete(items, timeout, reason)
         gates = [to_gate(g) for g in step.uninstall_gates(deleted)]
@@ -211,10 +209,12 @@ class Remover:
 
     def _remove_operators(self, label_selector: str, timeout: float, reason: str) -> None:
         subscriptions = owned_objects(
-            self.cluster, _kinds([(OLM_V1ALPHA1, "Subscription")]), label_selector
+            self.cluster, table.kind_dicts([(OLM_V1ALPHA1, "Subscription")]), label_selector
         )
         groups = owned_objects(
-            self.cluster, _kinds([("operators.coreos.com/v1", "OperatorGroup")]), label_selector
+            self.cluster,
+            table.kind_dicts([("operators.coreos.com/v1", "OperatorGroup")]),
+            label_selector,
         )
         csvs = installed_csvs(self.cluster, subscriptions, groups)
         deadline = time.monotonic() + timeout

@@ -331,9 +331,8 @@ def unstable_message(
 
 
 def poll_intervals(first: float = 0.2, most: float = 1.0):
-    """The pauses between the reads of a wait: short at first (what a step waits on often
-    follows its write within a second: an InstallPlan, a CSV, a rendered network), doubling to
-    once a second, so a long wait costs no more reads than before."""
+    """The pauses between a wait's reads: short at first (a status often follows the step's write
+    within a second), doubling to `most`, so a long wait reads no more often than before."""
     interval = first
     while True:
         yield interval
