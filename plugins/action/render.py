@@ -14,8 +14,6 @@ WRITER = "gpudirect.rdma.manifest_tree"
 
 
 class ActionModule(ModuleAction):
-    _requires_connection = False
-
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}

@@ -137,10 +137,10 @@ class ModuleAction(ActionBase):
         talks_to_cluster = hasattr(code, "body") or "kubeconfig" in getattr(
             code, "ARGUMENT_SPEC", {}
         )
-        if talks_to_cluster and not importlib.import_module(K8S + "client").HAS_KUBERNETES:
+        client = importlib.import_module(K8S + "client") if talks_to_cluster else None
+        if client is not None and not client.HAS_KUBERNETES:
             return None
         if hasattr(code, "body"):
-            client = importlib.import_module(K8S + "client")
             module = importlib.import_module(K8S + "module")
             before = getattr(code, "before", None)
             return client.argument_spec(**code.OPTIONS), lambda here: module.run_module(
