@@ -8,8 +8,12 @@ ones that say a removal has been rolled out.
 
 from __future__ import annotations
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import group_plans
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.machine_config import (
     machine_configs,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.network_operator import (
+    nic_node_policies,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nfd import (
     GPU_LABEL,
@@ -64,6 +68,31 @@ def network_operator_gates(plan: dict) -> list[dict]:
             hint,
         )
     ]
+
+
+def nic_node_policy_gates(plan: dict) -> list[dict]:
+    """Each node group's NicNodePolicy reports status.state ready (none with the cluster model)."""
+    namespace = plan["operators"]["network_operator"]["namespace"]
+    found = []
+    for policy in nic_node_policies(plan):
+        name = policy["metadata"]["name"]
+        gate = _policy_ready(
+            f"NicNodePolicy {name} ready",
+            policy["apiVersion"],
+            "NicNodePolicy",
+            name,
+            f"oc get nicnodepolicy {name} -o yaml (status.appliedStates, status.reason); "
+            f"oc -n {namespace} get pods -o wide",
+        )
+        # What the message shows of a policy not ready: its reason (an overlap, say) and the
+        # first of its states (state-OFED, state-RDMA-device-plugin, ...) that is not ready.
+        gate["detail"] = (
+            "{reason: status.reason, "
+            "state: status.appliedStates[?state!='ready' && state!='ignore'] | [0]}"
+        )
+        gate["fail_on"] = ["error"]
+        found.append(gate)
+    return found
 
 
 def gpu_operator_gates(plan: dict) -> list[dict]:
@@ -136,15 +165,26 @@ def node_states_synced(namespace: str, while_: str = "VFs are created") -> dict:
 
 
 def method_gates(plan: dict) -> list[dict]:
-    """Every selected node advertises each rail's resource, each rail's network is rendered,
-    and with SR-IOV every node state has synced (Failed stops the wait)."""
+    """Every node group's nodes advertise each of its rails' resources, each rail's network is
+    rendered, and with SR-IOV every node state has synced (Failed stops the wait)."""
+    gates = []
+    for view in group_plans(plan):
+        gates.extend(_group_gates(view, len(plan["groups"]) > 1))
+    if any(view["method"] == "sriov_legacy" for view in group_plans(plan)):
+        sriov = plan["operators"]["sriov_network_operator"]["namespace"]
+        gates.append(node_states_synced(sriov))
+    return gates
+
+
+def _group_gates(plan: dict, several: bool) -> list[dict]:
     nodes = ",".join(f"{key}={value}" for key, value in plan["node_selector"].items())
     namespace = plan["network_namespace"]
+    where = f"group {plan['name']}: " if several else ""
     gates = []
     for rail in plan["rails"]:
         gates.append(
             {
-                "gate": f"nodes advertise {rail['node_resource']}",
+                "gate": f"{where}nodes advertise {rail['node_resource']}",
                 "api_version": "v1",
                 "kind": "Node",
                 "label_selector": nodes,
@@ -152,7 +192,8 @@ def method_gates(plan: dict) -> list[dict]:
                 "at_least": 1,
                 "hint": (
                     f"oc describe nodes -l {nodes} (Allocatable); the device plugin pods of the "
-                    "NicClusterPolicy or the SR-IOV operator"
+                    + ("group's NicNodePolicy" if plan["nic_policy_model"] == "node" else "NicClusterPolicy")
+                    + " or the SR-IOV operator"
                 ),
             }
         )
@@ -168,7 +209,4 @@ def method_gates(plan: dict) -> list[dict]:
                 "hint": f"oc -n {namespace} get network-attachment-definitions",
             }
         )
-    if plan["method"] == "sriov_legacy":
-        sriov = plan["operators"]["sriov_network_operator"]["namespace"]
-        gates.append(node_states_synced(sriov))
     return gates

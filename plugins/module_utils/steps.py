@@ -32,7 +32,9 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
     METHOD_COMPONENTS,
     NETWORK_OPERATOR,
     NFD,
+    NIC_NODE_POLICIES,
     SRIOV_NETWORK_OPERATOR,
+    group_plans,
 )
 
 OLM_KINDS = (
@@ -78,6 +80,10 @@ class Step:
     settings: dict = field(default_factory=dict)
     # Applying the step removes the collection's objects of its kinds that the plan lacks.
     prunes: bool = False
+    # Before it applies, the step removes the collection's objects of these kinds that the plan
+    # lacks, whichever step plans them (a NicNodePolicy leaves before the NicClusterPolicy takes
+    # its sections back, or the Network Operator's webhook refuses the NicClusterPolicy).
+    clears: tuple[tuple[str, str], ...] = ()
     # The operand is built on the operator's ClusterServiceVersion (its alm-examples).
     needs_csv: bool = False
     # Argo CD sync wave of the operand (the operators' objects are wave 0).
@@ -112,9 +118,14 @@ METHOD = "method"
 
 
 def _method_operand(plan: dict, _csv: dict | None) -> list[dict]:
-    if plan["method"] == "sriov_legacy":
-        return [*sriov.node_policies(plan), *sriov.networks(plan)]
-    return [*networks.ip_pools(plan), *networks.secondary_networks(plan)]
+    """Every node group's objects, each by its group's method."""
+    found = []
+    for view in group_plans(plan):
+        if view["method"] == "sriov_legacy":
+            found.extend([*sriov.node_policies(view), *sriov.networks(view)])
+        else:
+            found.extend([*networks.ip_pools(view), *networks.secondary_networks(view)])
+    return found
 
 
 def _deleted(results: list[dict], kind: str) -> list[dict]:
@@ -173,7 +184,7 @@ STEPS = (
         role="network_operator",
         operator="network_operator",
         operand=lambda plan, csv: [network_operator.nic_cluster_policy(plan)],
-        kinds=(("mellanox.com/v1alpha1", "NicClusterPolicy"),),
+        kinds=((network_operator.API_VERSION, "NicClusterPolicy"),),
         gates=lambda plan, settings: gates.network_operator_gates(plan),
         settings={
             "install_timeout": "network_operator_install_timeout",
@@ -182,6 +193,21 @@ STEPS = (
         },
         wave=2,
         named=(("v1", "Secret", REGISTRY_SECRET_NAME),),
+        clears=((network_operator.API_VERSION, "NicNodePolicy"),),
+    ),
+    Step(
+        name=NIC_NODE_POLICIES,
+        title="NicNodePolicies (the node groups' DOCA driver and device plugins)",
+        role="network_operator",
+        operator=None,
+        operand=lambda plan, csv: network_operator.nic_node_policies(plan),
+        kinds=((network_operator.API_VERSION, "NicNodePolicy"),),
+        gates=lambda plan, settings: gates.nic_node_policy_gates(plan),
+        settings={
+            "ready_timeout": "network_operator_ready_timeout",
+            "stable_seconds": "network_operator_ready_stable_seconds",
+        },
+        wave=3,
     ),
     Step(
         name=MACHINE_CONFIG,
@@ -195,7 +221,7 @@ STEPS = (
         ),
         settings={"ready_timeout": "node_config_timeout"},
         prunes=True,
-        wave=3,
+        wave=4,
         uninstall_when="uninstall_machine_configs",
         namespaces=lambda plan: ["openshift-machine-config-operator"],
         uninstall_gates=_pools_rolled_out,
@@ -214,7 +240,7 @@ STEPS = (
             "stable_seconds": "gpu_operator_ready_stable_seconds",
         },
         needs_csv=True,
-        wave=4,
+        wave=5,
     ),
     Step(
         name=METHOD,
@@ -226,7 +252,7 @@ STEPS = (
         gates=lambda plan, settings: gates.method_gates(plan),
         settings={"ready_timeout": "{method}_timeout"},
         prunes=True,
-        wave=5,
+        wave=6,
         namespaces=_method_namespaces,
         uninstall_gates=_vfs_removed,
     ),
@@ -246,6 +272,17 @@ def build_objects(plan: dict, csvs: dict | None = None) -> list[dict]:
     built on one; without it, the release facts built into the collection are used)."""
     csvs = csvs or {}
     return [obj for s in STEPS for obj in s.objects(plan, csvs.get(s.operator))]
+
+
+def planned(plan: dict, kinds: tuple[tuple[str, str], ...]) -> list[dict]:
+    """The plan's objects of these kinds, whichever steps build them (none built on a CSV)."""
+    return [
+        obj
+        for s in STEPS
+        if not s.needs_csv
+        for obj in s.operand(plan, None)
+        if (obj["apiVersion"], obj["kind"]) in kinds
+    ]
 
 
 def component_of(obj: dict) -> str:

@@ -139,9 +139,49 @@ options:
     type: str
     choices: [enable, disable, auto]
   node_selector:
-    description: Nodes the SR-IOV node policy configures (and the bandwidth test uses).
+    description:
+      - Nodes the SR-IOV node policy configures (and the bandwidth test uses).
+      - The node selector of a node group that sets none, when there is one group.
     type: dict
     default: {feature.node.kubernetes.io/pci-15b3.present: "true"}
+  node_groups:
+    description:
+      - Sets of nodes that differ (their NICs and interface names, their fabric, their DOCA
+        driver), each a mapping with C(name) (a DNS-1123 label of at most 30 characters, as it names
+        the group's NicNodePolicy), C(node_selector) (its nodes' labels, required with several
+        groups) and any of C(interfaces), C(method), C(fabric), C(sriov_num_vfs), C(mtu),
+        C(ipam_range) and C(doca_driver_version). What a group leaves out comes from the
+        variable of the same name (C(gpudirect_rdma_interfaces), ...).
+      - Without groups the global variables describe every node (one implicit group), and the
+        objects are named as they always were.
+      - With several groups each group's networks (and SR-IOV node policies) carry its name,
+        C(rdmashared-net-<group>-rail0); the resources keep theirs, C(rdma/rdma_shared_device_eth_rail0),
+        so a pod asking for one lands on any group that offers it.
+      - Two groups may not select nodes by the same labels; their ranges are one range or apart
+        (with C(nv-ipam), apart).
+    type: list
+    elements: dict
+    default: []
+  nic_policy_model:
+    description:
+      - Where the DOCA driver and the device plugins go. C(cluster) is the one NicClusterPolicy
+        C(nic-cluster-policy). C(node) is a NicNodePolicy per node group (named after it) with
+        the group's driver and device plugin, the NicClusterPolicy keeping what is cluster-wide
+        (IPoIB, nv-ipam); NVIDIA recommends it for new deployments.
+      - Default C(cluster) with one group, C(node) with several (C(cluster) is refused there).
+    type: str
+    choices: [cluster, node]
+  doca_driver_version:
+    description:
+      - DOCA driver version of every node group that sets none; default the Network Operator
+        release's (C(doca3.4.1-26.04-1.1.0.0-1) with 26.4.1).
+      - A release (C(24.10-0.7.0.0-0)), the same with its DOCA prefix, either with a
+        precompiled image's kernel suffix, or C(sha256:<64 hex>), the forms the Network
+        Operator's webhook takes. Use it to move off a driver build that fails on a kernel.
+    type: str
+  doca_driver_repository:
+    description: Repository of the DOCA driver image; default the release's (under C(image_registry) when set).
+    type: str
   gpu_memory:
     description:
       - How the NIC reaches GPU memory. C(dmabuf) (NVIDIA's recommendation; open kernel modules,

@@ -12,8 +12,9 @@ short_description: Install, apply and wait for one step of the GPUDirect RDMA co
 description:
   - Runs one step of the configuration, or all of them in their order, with the one engine the
     roles, C(site.yml) and its converged check share. The steps, in order, are C(nfd),
-    C(sriov-network-operator), C(network-operator), C(machine-config), C(gpu-operator) and
-    C(method) (the RDMA method the plan names).
+    C(sriov-network-operator), C(network-operator), C(nic-node-policies) (one NicNodePolicy per
+    node group with the C(node) NIC policy model; nothing with C(cluster)), C(machine-config),
+    C(gpu-operator) and C(method) (the RDMA method of each node group).
   - For each step, installs its operator through OLM (CatalogSource READY, Namespace,
     OperatorGroup, Subscription, the InstallPlan approved with C(Manual) approval, the CSV
     C(Succeeded)); applies its operand with server-side apply, built on the installed CSV where
@@ -48,7 +49,7 @@ options:
       - The step, or C(all) for every step in order.
     type: str
     required: true
-    choices: [all, nfd, sriov-network-operator, network-operator, machine-config, gpu-operator, method]
+    choices: [all, nfd, sriov-network-operator, network-operator, nic-node-policies, machine-config, gpu-operator, method]
   method:
     description:
       - The RDMA method the calling role configures (with O(name=method)); the task fails,
@@ -220,7 +221,8 @@ def body(module, cluster, done) -> dict:
         "steps": engine.steps,
         "findings": engine.findings,
         "summary": summary(engine.findings),
-        "roles": [table.step(name).role_of(params["plan"]) for name in names],
+        # A role that runs several steps (network_operator) is named once, at its first.
+        "roles": list(dict.fromkeys(table.step(name).role_of(params["plan"]) for name in names)),
         "msg": message(engine, names),
     }
     if module._diff:

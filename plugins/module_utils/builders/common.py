@@ -12,6 +12,7 @@ COMPONENT_LABEL = "gpudirect.rdma/component"
 NFD = "nfd"
 SRIOV_NETWORK_OPERATOR = "sriov-network-operator"
 NETWORK_OPERATOR = "network-operator"
+NIC_NODE_POLICIES = "nic-node-policies"
 GPU_OPERATOR = "gpu-operator"
 MACHINE_CONFIG = "machine-config"
 METHOD_COMPONENTS = {
@@ -78,6 +79,12 @@ def rail_ipam(plan: dict, rail: dict) -> str:
     if plan["ipam"]["type"] == "nv-ipam":
         return nv_ipam(rail["network_name"])
     return whereabouts_ipam(rail["ipam"])
+
+
+def group_plans(plan: dict) -> list[dict]:
+    """The plan as each node group sees it: the plan with the group's network, node selector and
+    DOCA driver over its own (plan["groups"]; one implicit group when the inventory has none)."""
+    return [{**plan, **group} for group in plan["groups"]]
 
 
 def image(plan: dict, component: str) -> dict:

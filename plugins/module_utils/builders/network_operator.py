@@ -1,4 +1,8 @@
-"""The NicClusterPolicy: the DOCA driver for every method, plus the method's device plugin."""
+"""The Network Operator's policies. With the `cluster` NIC policy model the NicClusterPolicy holds
+the DOCA driver and the method's device plugin; with `node`, each node group's NicNodePolicy holds
+its own (every section with its repository and version: a NicNodePolicy inherits nothing) and the
+NicClusterPolicy keeps what is cluster-wide (IPoIB, nv-ipam). The same section is never in both
+kinds, which the Network Operator's webhooks refuse."""
 
 from __future__ import annotations
 
@@ -6,18 +10,27 @@ import json
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     NETWORK_OPERATOR,
+    NIC_NODE_POLICIES,
     NVIDIA_VENDOR,
+    group_plans,
     image,
     new_object,
 )
 
+API_VERSION = "mellanox.com/v1alpha1"
 NAME = "nic-cluster-policy"
+# The sections a NicNodePolicy can hold, which the NicClusterPolicy then must not.
+NODE_SECTIONS = ("ofedDriver", "rdmaSharedDevicePlugin", "sriovDevicePlugin")
+# The NicNodePolicy of the implicit group (no gpudirect_rdma_node_groups) with the node model.
+IMPLICIT_GROUP_POLICY = "gpudirect-rdma"
 
 
 def _ofed_driver(plan: dict) -> dict:
-    """Red Hat's driver settings; image and version from the Network Operator release."""
+    """Red Hat's driver settings; image from the Network Operator release, version the group's
+    (the release's unless pinned)."""
     return {
         **image(plan, "ofedDriver"),
+        "version": plan["doca_driver_version"],
         "forcePrecompiled": False,
         "terminationGracePeriodSeconds": 300,
         "startupProbe": {"initialDelaySeconds": 10, "periodSeconds": 20},
@@ -58,18 +71,17 @@ def shared_device_config(plan: dict) -> str:
 
 
 def host_device_config(plan: dict) -> str:
-    """sriovDevicePlugin.config in host-device mode: one resource per rail.
+    """sriovDevicePlugin.config in host-device mode: one resource per rail, its PF by name.
 
-    One RoCE rail keeps Red Hat's selector (any RDMA-capable NVIDIA PF); InfiniBand adds
-    linkTypes so the pool holds IB ports only; several rails select their PF by name."""
-    multi = len(plan["rails"]) > 1
+    Red Hat's selector (vendor and isRdma only) would put every RDMA-capable NVIDIA PF of the
+    node in the pool, whatever the inventory names, a port the node needs for itself included;
+    InfiniBand also gets linkTypes, so the pool holds IB ports only."""
     resources = []
     for rail in plan["rails"]:
         selectors: dict = {"vendors": [NVIDIA_VENDOR], "isRdma": True}
         if plan["fabric"] == "infiniband":
             selectors["linkTypes"] = ["infiniband"]
-        if multi:
-            selectors["pfNames"] = [rail["interface"]]
+        selectors["pfNames"] = [rail["interface"]]
         resources.append(
             {
                 "resourcePrefix": "nvidia.com",
@@ -80,22 +92,50 @@ def host_device_config(plan: dict) -> str:
     return json.dumps({"resourceList": resources}, indent=2) + "\n"
 
 
-def nic_cluster_policy(plan: dict) -> dict:
-    spec: dict = {"ofedDriver": _ofed_driver(plan)}
+def node_sections(plan: dict) -> dict:
+    """The DOCA driver and the method's device plugin, for the nodes of one group (plan: the
+    group's view, builders.common.group_plans)."""
+    sections: dict = {"ofedDriver": _ofed_driver(plan)}
     if plan["method"] == "shared_device":
-        spec["rdmaSharedDevicePlugin"] = {
+        sections["rdmaSharedDevicePlugin"] = {
             **image(plan, "rdmaSharedDevicePlugin"),
             "config": shared_device_config(plan),
         }
-        if plan["fabric"] == "infiniband":
-            spec["secondaryNetwork"] = {"ipoib": image(plan, "ipoib")}
     elif plan["method"] == "host_device":
-        spec["sriovDevicePlugin"] = {
+        sections["sriovDevicePlugin"] = {
             **image(plan, "sriovDevicePlugin"),
             "config": host_device_config(plan),
         }
+    return sections
+
+
+def nic_cluster_policy(plan: dict) -> dict:
+    views = group_plans(plan)
+    spec: dict = node_sections(views[0]) if plan["nic_policy_model"] == "cluster" else {}
+    if any(v["method"] == "shared_device" and v["fabric"] == "infiniband" for v in views):
+        spec["secondaryNetwork"] = {"ipoib": image(plan, "ipoib")}
     if plan["ipam"]["type"] == "nv-ipam":
         spec["nvIpam"] = {**image(plan, "nvIpam"), "enableWebhook": False}
     return new_object(
-        "mellanox.com/v1alpha1", "NicClusterPolicy", NAME, NETWORK_OPERATOR, spec=spec
+        API_VERSION, "NicClusterPolicy", NAME, NETWORK_OPERATOR, spec=spec
     )
+
+
+def nic_node_policy_name(group: dict) -> str:
+    return group["name"] or IMPLICIT_GROUP_POLICY
+
+
+def nic_node_policies(plan: dict) -> list[dict]:
+    """One NicNodePolicy per node group with the node model; none with the cluster model."""
+    if plan["nic_policy_model"] != "node":
+        return []
+    return [
+        new_object(
+            API_VERSION,
+            "NicNodePolicy",
+            nic_node_policy_name(view),
+            NIC_NODE_POLICIES,
+            spec={"nodeSelector": dict(view["node_selector"]), **node_sections(view)},
+        )
+        for view in group_plans(plan)
+    ]

@@ -39,8 +39,12 @@ def sriov_operator_config(plan: dict) -> dict:
 
 
 def _policy_name(plan: dict, rail: dict) -> str:
-    base = plan["sriov"]["policy_name"]
-    return base if len(plan["rails"]) == 1 else f"{base}-rail{rail['index']}"
+    """The node policy of a rail: sriov-legacy-policy, with -<group> among several node groups
+    and -rail<N> among several rails."""
+    name = plan["sriov"]["policy_name"]
+    if len(plan["groups"]) > 1:
+        name += f"-{plan['name']}"
+    return name if len(plan["rails"]) == 1 else f"{name}-rail{rail['index']}"
 
 
 def node_policies(plan: dict) -> list[dict]:

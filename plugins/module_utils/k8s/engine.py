@@ -134,6 +134,13 @@ class Engine:
             csv = installed["csv"]
             record["operator"] = {k: v for k, v in installed.items() if k != "csv"}
         operand = self._objects(step, csv, operand_only=True)
+        if step.clears:
+            kinds = [{"apiVersion": a, "kind": k} for a, k in step.clears]
+            self.applier.prune(
+                table.planned(self.plan, step.clears),
+                kinds,
+                settings.get("ready_timeout", DEFAULT_TIMEOUT),
+            )
         self.applier.apply(operand)
         scope = table.prune_scope(step)
         if scope:

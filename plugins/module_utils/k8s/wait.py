@@ -91,6 +91,9 @@ class Gate:
     label_selector: str | None = None
     min_count: int = 1
     hint: str = ""
+    # A JMESPath expression whose value the message shows beside an object not met, e.g. the
+    # entry of status.appliedStates that is not ready.
+    detail: str | None = None
 
     @property
     def expectation(self) -> str:
@@ -148,6 +151,7 @@ GATE_OPTIONS = {
     "excludes": {"type": "list", "elements": "raw"},
     "fail_on": {"type": "list", "elements": "raw", "default": []},
     "hint": {"type": "str", "default": ""},
+    "detail": {"type": "str"},
 }
 
 
@@ -155,6 +159,8 @@ def to_gate(options: dict) -> Gate:
     """A Gate from its options (GATE_OPTIONS); path a JMESPath expression or a list of keys."""
     path = field_path(options["path"])
     _compiled(path)  # a bad expression fails here, not at the first poll
+    if options.get("detail"):
+        _compiled(options["detail"])
     return Gate(
         name=options["gate"],
         api_version=options["api_version"],
@@ -171,6 +177,7 @@ def to_gate(options: dict) -> Gate:
         label_selector=options.get("label_selector"),
         min_count=options.get("min_count", 1),
         hint=options.get("hint") or "",
+        detail=options.get("detail"),
     )
 
 
@@ -262,14 +269,28 @@ def observe(cluster, gate: Gate) -> Observation:
     for obj in objects:
         value = lookup(obj, gate.path)
         name = obj["metadata"]["name"]
+        seen = f"{gate.kind} {name} {path} is {show(value)}" + _detail(gate, obj)
         if value is not MISSING and value in gate.fail_on:
-            return Observation(False, True, f"{gate.kind} {name} {path} is {show(value)}", read)
+            return Observation(False, True, seen, read)
         if not gate.satisfied_by(value):
-            waiting.append(f"{gate.kind} {name} {path} is {show(value)}")
+            waiting.append(seen)
     if waiting:
         more = f" (and {len(waiting) - 3} more)" if len(waiting) > 3 else ""
         return Observation(False, False, "; ".join(waiting[:3]) + more, read)
     return Observation(True, False, f"{len(objects)} {gate.kind} object(s) ready", read)
+
+
+def _detail(gate: Gate, obj: dict) -> str:
+    """What the gate's detail expression finds in the object, for the message; nothing when it
+    finds nothing."""
+    if not gate.detail:
+        return ""
+    value = lookup(obj, gate.detail)
+    if isinstance(value, dict):  # a multiselect hash: what it found, without the empty keys
+        value = {key: item for key, item in value.items() if item not in (None, [], {})}
+    if value is MISSING or value in (None, [], {}):
+        return ""
+    return f" ({show(value)})"
 
 
 class GateError(Exception):

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import GPU_OPERATOR_RELEASES
 
-from . import checks, operators, rails, settings
+from . import checks, groups, operators, settings
 from .checks import PlanError, check_integer, check_number
-from .inputs import DEFAULTS, OPTIONS, PREFIX, Inputs, check_known, machine_configs, node_selector
+from .inputs import DEFAULTS, OPTIONS, PREFIX, Inputs, check_known, machine_configs
 from .operators import OPERATORS
 
 # What the action and filter plugins import from here; the rest from the modules beside this one.
@@ -57,8 +57,12 @@ def build_plan(given: Mapping) -> dict:
     """Validate the inputs (short names) and return the normalised plan (a new dict)."""
     check_known(given)
     inputs = Inputs(given)
-    network = rails.network(inputs)
     network_release, gpu_release = operators.releases(inputs)
+    images = operators.images(inputs, network_release)
+    node_groups = groups.groups(inputs, images["ofedDriver"]["version"])
+    # The plan as its first group sees it (the only one without gpudirect_rdma_node_groups);
+    # what serves every group iterates plan["groups"] (builders/common.group_plans).
+    first = node_groups[0]
     olm = operators.olm(inputs, network_release, gpu_release)
     version = operators.openshift_version(inputs)
     nfd_image = inputs.checked("nfd_operand_image")
@@ -67,9 +71,13 @@ def build_plan(given: Mapping) -> dict:
     if secret and secret["name"] not in pull_secrets:
         pull_secrets.append(secret["name"])
     return {
-        **network,
+        **{key: first[key] for key in groups.NETWORK_KEYS},
+        "method": inputs.checked("method"),
+        "fabric": inputs.checked("fabric"),
+        "groups": node_groups,
+        "nic_policy_model": groups.model(inputs, len(node_groups)),
         "network_namespace": inputs.checked("network_namespace"),
-        "node_selector": node_selector(inputs),
+        "node_selector": first["node_selector"],
         "gpu": {
             "memory": inputs.checked("gpu_memory"),
             "gds": inputs.checked("gpu_gds"),
@@ -80,7 +88,7 @@ def build_plan(given: Mapping) -> dict:
         },
         "operators": olm,
         "network_operator_release": network_release,
-        "images": operators.images(inputs, network_release),
+        "images": images,
         "image_pull_secrets": pull_secrets,
         "image_registry_secret": secret,
         "openshift_version": version,

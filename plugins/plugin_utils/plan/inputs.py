@@ -40,6 +40,11 @@ _MAC_20 = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){19}$")
 _REGISTRY = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9._-]+)*$")
 RULES = {
     "catalog_source": checks.dns_subdomain,
+    "doca_driver_repository": functools.partial(
+        checks.string,
+        pattern=_REGISTRY,
+        expected="an image repository, e.g. nvcr.io/nvidia/mellanox or mirror.example.com:5000/nvidia/mellanox",
+    ),
     "catalog_source_namespace": checks.dns_label,
     "image_pull_secrets": checks.each(checks.dns_subdomain),
     "image_registry": functools.partial(

@@ -160,12 +160,15 @@ def registry_secret(inputs: Inputs, network_operator_namespace: str) -> dict | N
 
 def images(inputs: Inputs, network_release: str) -> dict:
     registry = inputs.checked("image_registry")
+    driver_repository = inputs.checked("doca_driver_repository")
     result = {}
     for component, image in NETWORK_OPERATOR_RELEASES[network_release]["components"].items():
         repository = image["repository"]
         if registry:
             # Keep the path below the host: nvcr.io/nvidia/mellanox -> <mirror>/nvidia/mellanox
             repository = registry.rstrip("/") + "/" + repository.split("/", 1)[1]
+        if component == "ofedDriver" and driver_repository:
+            repository = driver_repository
         result[component] = {**image, "repository": repository}
     return result
 

@@ -49,8 +49,9 @@ NODE_RESOURCE_PREFIXES = {
 }
 
 
-def network(inputs: Inputs) -> dict:
-    """Method, fabric, MTU, the methods' settings and the rails, checked together."""
+def network(inputs: Inputs, group: str | None = None) -> dict:
+    """Method, fabric, MTU, the methods' settings and the rails, checked together; the rails'
+    network names carry the group's name when one is given (one of several node groups)."""
     check_required(inputs)
     method, fabric = inputs.checked("method"), inputs.checked("fabric")
     low, high = MTU_LIMITS[fabric]
@@ -88,7 +89,7 @@ def network(inputs: Inputs) -> dict:
             )
         link_state = inputs.checked("ib_link_state")
     ipam_type = inputs.checked("ipam_type")
-    rails = _rails(inputs, method, fabric)
+    rails = _rails(inputs, method, fabric, group)
     block_size = inputs.checked("ipam_per_node_block_size")
     if ipam_type == "nv-ipam":
         _nv_ipam_blocks(inputs, rails, block_size)
@@ -194,13 +195,13 @@ def _entries(inputs: Inputs) -> list[dict]:
     return normalised
 
 
-def _rails(inputs: Inputs, method: str, fabric: str) -> list[dict]:
+def _rails(inputs: Inputs, method: str, fabric: str, group: str | None) -> list[dict]:
     # Names first: a duplicate interface is the root cause worth reporting before any IPAM.
     entries = _entries(inputs)
     name, multi = inputs.name("interfaces"), len(entries) > 1
     base_network = checks.dns_subdomain(
         inputs.name("network_name"), inputs["network_name"] or NETWORK_NAMES[(method, fabric)]
-    )
+    ) + (f"-{group}" if group else "")
     resource_option = RESOURCE_OPTIONS[method]
     base_resource = inputs[resource_option]
     if method == "shared_device":
