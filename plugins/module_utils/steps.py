@@ -207,6 +207,8 @@ STEPS = (
             "ready_timeout": "network_operator_ready_timeout",
             "stable_seconds": "network_operator_ready_stable_seconds",
         },
+        # After the NicClusterPolicy's wave, beside the MachineConfigs' (neither needs the
+        # other), before the GPU Operator's driver.
         wave=3,
     ),
     Step(
@@ -221,7 +223,7 @@ STEPS = (
         ),
         settings={"ready_timeout": "node_config_timeout"},
         prunes=True,
-        wave=4,
+        wave=3,
         uninstall_when="uninstall_machine_configs",
         namespaces=lambda plan: ["openshift-machine-config-operator"],
         uninstall_gates=_pools_rolled_out,
@@ -240,7 +242,7 @@ STEPS = (
             "stable_seconds": "gpu_operator_ready_stable_seconds",
         },
         needs_csv=True,
-        wave=5,
+        wave=4,
     ),
     Step(
         name=METHOD,
@@ -252,7 +254,7 @@ STEPS = (
         gates=lambda plan, settings: gates.method_gates(plan),
         settings={"ready_timeout": "{method}_timeout"},
         prunes=True,
-        wave=6,
+        wave=5,
         namespaces=_method_namespaces,
         uninstall_gates=_vfs_removed,
     ),

@@ -38,12 +38,14 @@ def test_every_object_is_labelled_and_of_a_kind_uninstall_removes(name):
 
 def test_uninstall_goes_in_the_reverse_order_of_the_steps():
     # The test pods, the method's objects, the GPU driver before the network driver it builds on,
-    # the MachineConfigs only when asked, then the operators and their Namespaces.
+    # the MachineConfigs only when asked, the NicNodePolicies before the NicClusterPolicy (the
+    # Network Operator's order), then the operators and their Namespaces.
     assert STAGES == (
         "test-pods",
         "method",
         "gpu-operator",
         "machine-config",
+        "nic-node-policies",
         "network-operator",
         "sriov-network-operator",
         "nfd",
@@ -54,6 +56,7 @@ def test_uninstall_goes_in_the_reverse_order_of_the_steps():
         "test-pods",
         "method",
         "gpu-operator",
+        "nic-node-policies",
         "network-operator",
         "sriov-network-operator",
         "nfd",

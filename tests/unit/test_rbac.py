@@ -211,13 +211,19 @@ def olm_cluster(plan: dict, listed: dict | None = None, empty: bool = False) -> 
     ready = {"connectionState": {"lastObservedState": "READY"}}
     labels = {"feature.node.kubernetes.io/pci-15b3.present": "true"}
     labels["feature.node.kubernetes.io/pci-10de.present"] = "true"
+    # Two nodes for each node group, with its labels.
+    nodes = [
+        {"metadata": {"name": f"worker-{g}-{i}", "labels": {**labels, **group["node_selector"]}}}
+        for g, group in enumerate(plan["groups"])
+        for i in (0, 1)
+    ]
     return Recorder(
         listed={
             "CatalogSource": [
                 {"metadata": {"name": name, "namespace": "openshift-marketplace"}, "status": ready}
                 for name in ("redhat-operators", "certified-operators")
             ],
-            "Node": [{"metadata": {"name": f"worker-{i}", "labels": labels}} for i in (0, 1)],
+            "Node": nodes,
             **(listed or {}),
         },
         existing={

@@ -135,7 +135,7 @@ class Engine:
             record["operator"] = {k: v for k, v in installed.items() if k != "csv"}
         operand = self._objects(step, csv, operand_only=True)
         if step.clears:
-            kinds = [{"apiVersion": a, "kind": k} for a, k in step.clears]
+            kinds = table.kind_dicts(step.clears)
             self.applier.prune(
                 table.planned(self.plan, step.clears),
                 kinds,

@@ -159,15 +159,17 @@ def test_shared_device_infiniband_is_red_hats():
     }
 
 
-def test_host_device_roce_is_red_hats():
+def test_host_device_roce_is_red_hats_but_for_the_pf_it_names():
     objects = objects_of("host-device-roce")
     policy = find(objects, "NicClusterPolicy")
+    # Red Hat's selector is vendor and isRdma only: every RDMA-capable NVIDIA PF of the node.
+    # The pool takes the inventory's interface, and no port the node may need for itself.
     assert json.loads(policy["spec"]["sriovDevicePlugin"]["config"]) == {
         "resourceList": [
             {
                 "resourcePrefix": "nvidia.com",
                 "resourceName": "hostdev",
-                "selectors": {"vendors": ["15b3"], "isRdma": True},
+                "selectors": {"vendors": ["15b3"], "isRdma": True, "pfNames": ["ens8f0np0"]},
             }
         ]
     }

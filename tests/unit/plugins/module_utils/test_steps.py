@@ -29,6 +29,7 @@ def test_the_steps_in_order():
         "nfd",
         "sriov-network-operator",
         "network-operator",
+        "nic-node-policies",
         "machine-config",
         "gpu-operator",
         "method",
@@ -73,7 +74,10 @@ def test_each_role_has_the_settings_the_table_names_with_a_default():
             spec = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
             options = spec["argument_specs"]["main"]["options"]
             tasks = yaml.safe_load((ROLES / role / "tasks" / "main.yml").read_text())
-            assert [t["gpudirect.rdma.step"]["name"] for t in tasks] == [step.name], role
+            # A role runs its steps in the table's order (network_operator runs two).
+            assert [t["gpudirect.rdma.step"]["name"] for t in tasks] == [
+                s.name for s in table.STEPS if s.role == step.role
+            ], role
             for variable in step.settings.values():
                 variable = variable.format(method=role)
                 assert variable in defaults, f"{role}: {variable} has no default"
