@@ -73,9 +73,19 @@ HDI = "host-device-infiniband"
 SLR = "sriov-legacy-roce"
 SLI = "sriov-legacy-infiniband"
 HGX = "multi-rail-hgx"
+NG = "node-groups"
 VFS = "a whole number from 1 to 127"
 IFNAME = "a Linux interface name: 1 to 15 characters"
 V = PREFIX  # shorter rows below
+
+
+def _groups(**changes) -> list[dict]:
+    """The node-groups example's groups, the first one changed."""
+    found = yaml.safe_load((INVENTORIES / NG / "group_vars" / "all.yml").read_text())[
+        PREFIX + "node_groups"
+    ]
+    return [{**found[0], **changes}, *found[1:]]
+
 
 CASES: list[BadInput] = [
     # -- wrong types ---------------------------------------------------------------------------
@@ -802,6 +812,120 @@ CASES: list[BadInput] = [
         "a whole number from 1 to 86400",
         extra={"uninstall_timeout": "30m"},
         playbooks=("site", "uninstall"),
+    ),
+    BadInput(
+        "group-name-too-long",
+        NG,
+        f"{V}node_groups[0].name",
+        "'a100-connectx6-dx-roce-four-rails'",
+        "at most 30 characters",
+        set={"node_groups": _groups(name="a100-connectx6-dx-roce-four-rails")},
+    ),
+    BadInput(
+        "group-name-not-a-dns-label",
+        NG,
+        f"{V}node_groups[0].name",
+        "'A100_RoCE'",
+        "a DNS-1123 label",
+        set={"node_groups": _groups(name="A100_RoCE")},
+    ),
+    BadInput(
+        "group-name-twice",
+        NG,
+        f"{V}node_groups[1].name",
+        "'a100'",
+        "a name not already used by gpudirect_rdma_node_groups[0]",
+        set={"node_groups": [_groups()[0], {**_groups()[1], "name": "a100"}]},
+    ),
+    BadInput(
+        "group-without-node-selector",
+        NG,
+        f"{V}node_groups[0].node_selector",
+        None,
+        "with several groups, each needs its own",
+        set={
+            "node_groups": [
+                {k: v for k, v in _groups()[0].items() if k != "node_selector"},
+                _groups()[1],
+            ]
+        },
+    ),
+    BadInput(
+        "groups-with-the-same-selector",
+        NG,
+        f"{V}node_groups[1].node_selector",
+        "{'gpudirect.example.com/pool': 'a100'}",
+        "labels apart from gpudirect_rdma_node_groups[0]'s",
+        set={
+            "node_groups": [
+                _groups()[0],
+                {**_groups()[1], "node_selector": {"gpudirect.example.com/pool": "a100"}},
+            ]
+        },
+    ),
+    BadInput(
+        "group-unknown-key",
+        NG,
+        f"{V}node_groups[0].rails",
+        "4",
+        "no such key; allowed: name, node_selector, interfaces",
+        set={"node_groups": _groups(rails=4)},
+    ),
+    BadInput(
+        "group-bad-fabric",
+        NG,
+        f"{V}node_groups[0].fabric",
+        "'ethernet'",
+        "one of roce, infiniband",
+        set={"node_groups": _groups(fabric="ethernet")},
+    ),
+    BadInput(
+        "group-ranges-overlap",
+        NG,
+        f"{V}node_groups[1].ipam_range",
+        "'10.110.0.0/23'",
+        "a range the same as, or apart from, group a100's rail 0 10.110.0.0/24",
+        set={"node_groups": [_groups()[0], {**_groups()[1], "ipam_range": "10.110.0.0/20"}]},
+    ),
+    BadInput(
+        "group-doca-driver-version",
+        NG,
+        f"{V}node_groups[0].doca_driver_version",
+        "'latest'",
+        "a DOCA driver version as the Network Operator takes it",
+        set={"node_groups": _groups(doca_driver_version="latest")},
+    ),
+    BadInput(
+        "doca-driver-version",
+        SDR,
+        f"{V}doca_driver_version",
+        "'24.10'",
+        "a DOCA driver version as the Network Operator takes it",
+        set={"doca_driver_version": "24.10"},
+    ),
+    BadInput(
+        "cluster-model-with-two-groups",
+        NG,
+        f"{V}nic_policy_model",
+        "'cluster'",
+        "node with 2 node groups",
+        set={"nic_policy_model": "cluster"},
+    ),
+    BadInput(
+        "nic-policy-model-unknown",
+        SDR,
+        f"{V}nic_policy_model",
+        "'per-node'",
+        "one of cluster, node",
+        set={"nic_policy_model": "per-node"},
+    ),
+    BadInput(
+        "node-groups-not-a-list",
+        SDR,
+        f"{V}node_groups",
+        "'a100'",
+        "a list of node groups",
+        set={"node_groups": "a100"},
     ),
 ]
 

@@ -129,10 +129,16 @@ def test_the_method_waits_for_each_rail_and_sriov_for_its_node_states(name):
         if g["kind"] == "Node"
     ]
     networks = [g["name"] for g in found if g["kind"] == "NetworkAttachmentDefinition"]
-    assert resources == [rail["node_resource"] for rail in plan["rails"]]
-    assert networks == [rail["network_name"] for rail in plan["rails"]]
+    rails = [(group, rail) for group in plan["groups"] for rail in group["rails"]]
+    assert resources == [rail["node_resource"] for _group, rail in rails]
+    assert networks == [rail["network_name"] for _group, rail in rails]
+    # Each group's resource gates select that group's nodes.
+    selectors = [g["label_selector"] for g in found if g["kind"] == "Node"]
+    assert selectors == [
+        ",".join(f"{k}={v}" for k, v in group["node_selector"].items()) for group, _rail in rails
+    ]
     states = [g for g in found if g["kind"] == "SriovNetworkNodeState"]
-    assert len(states) == (plan["method"] == "sriov_legacy")
+    assert len(states) == any(group["method"] == "sriov_legacy" for group in plan["groups"])
     assert all(g["fail_on"] == ["Failed"] for g in states)
 
 
