@@ -192,7 +192,11 @@ def _group_gates(plan: dict, several: bool) -> list[dict]:
                 "at_least": 1,
                 "hint": (
                     f"oc describe nodes -l {nodes} (Allocatable); the device plugin pods of the "
-                    + ("group's NicNodePolicy" if plan["nic_policy_model"] == "node" else "NicClusterPolicy")
+                    + (
+                        "group's NicNodePolicy"
+                        if plan["nic_policy_model"] == "node"
+                        else "NicClusterPolicy"
+                    )
                     + " or the SR-IOV operator"
                 ),
             }

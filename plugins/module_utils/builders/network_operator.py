@@ -116,9 +116,7 @@ def nic_cluster_policy(plan: dict) -> dict:
         spec["secondaryNetwork"] = {"ipoib": image(plan, "ipoib")}
     if plan["ipam"]["type"] == "nv-ipam":
         spec["nvIpam"] = {**image(plan, "nvIpam"), "enableWebhook": False}
-    return new_object(
-        API_VERSION, "NicClusterPolicy", NAME, NETWORK_OPERATOR, spec=spec
-    )
+    return new_object(API_VERSION, "NicClusterPolicy", NAME, NETWORK_OPERATOR, spec=spec)
 
 
 def nic_node_policy_name(group: dict) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     COMPONENT_LABEL,
     METHOD_COMPONENTS,
+    group_plans,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nfd import (
     GPU_LABEL,
@@ -270,16 +271,24 @@ def _check_olm(facts: Facts) -> list[dict]:
     return found
 
 
-def _selected(plan: dict, facts: Facts) -> list[dict]:
+def _selected(plan: dict, facts) -> list[dict]:
+    """The nodes (of facts, or a {"nodes": [...]}) the plan's node selector matches."""
+    nodes = facts["nodes"] if isinstance(facts, dict) else facts.nodes
     return [
-        n
-        for n in facts.nodes
-        if all(n["labels"].get(k) == v for k, v in plan["node_selector"].items())
+        n for n in nodes if all(n["labels"].get(k) == v for k, v in plan["node_selector"].items())
     ]
 
 
 def _nfd_labelled(facts: Facts) -> bool:
     return any(k.startswith(NFD_LABEL_PREFIX) for n in facts.nodes for k in n["labels"])
+
+
+def _variable(plan: dict, key: str) -> str:
+    """The inventory variable of a group's key: the global one for the implicit group."""
+    if plan["name"] is None:
+        return f"gpudirect_rdma_{key}"
+    index = [g["name"] for g in plan["groups"]].index(plan["name"])
+    return f"gpudirect_rdma_node_groups[{index}].{key}"
 
 
 def _check_nodes(plan: dict, facts: Facts) -> list[dict]:
@@ -294,15 +303,43 @@ def _check_nodes(plan: dict, facts: Facts) -> list[dict]:
                 "NFD runs (the nfd role waits for its labels)",
             )
         ]
+    found = [f for view in group_plans(plan) for f in _check_group_nodes(view, facts)]
+    return _overlaps(plan, facts) + found
+
+
+def _overlaps(plan: dict, facts: Facts) -> list[dict]:
+    """A node two groups select would get two NicNodePolicies (or two groups' networks and
+    SR-IOV policies): the Network Operator's webhook refuses the second policy."""
+    found = []
+    for node in facts.nodes:
+        groups = [v["name"] for v in group_plans(plan) if _selected(v, {"nodes": [node]})]
+        if len(groups) > 1:
+            found.append(
+                finding(
+                    "node-groups",
+                    "error",
+                    f"node {node['name']} is selected by the node groups {', '.join(groups)}: "
+                    "give the groups' node_selector labels that no node carries together (the "
+                    "Network Operator refuses two NicNodePolicies on one node)",
+                )
+            )
+    return found
+
+
+def _check_group_nodes(plan: dict, facts: Facts) -> list[dict]:
     selector = ",".join(f"{k}={v}" for k, v in plan["node_selector"].items())
+    which = f"group {plan['name']}: " if plan["name"] else ""
     selected = _selected(plan, facts)
     if not selected:
         return [
             finding(
                 "nodes",
                 "error",
-                f"no node matches gpudirect_rdma_node_selector ({selector}): NFD found no NVIDIA "
-                f"(Mellanox) NIC on any of the {len(facts.nodes)} nodes",
+                f"{which}no node matches {_variable(plan, 'node_selector')} ({selector}): NFD "
+                f"found no NVIDIA (Mellanox) NIC on any of the {len(facts.nodes)} nodes"
+                if not plan["name"]
+                else f"{which}no node matches {_variable(plan, 'node_selector')} ({selector}) "
+                f"among the {len(facts.nodes)} nodes: label the group's nodes, or remove the group",
             )
         ]
     with_gpu = [n["name"] for n in selected if n["labels"].get(GPU_LABEL) == "true"]
@@ -311,15 +348,16 @@ def _check_nodes(plan: dict, facts: Facts) -> list[dict]:
             finding(
                 "nodes",
                 "error",
-                f"none of the nodes with NVIDIA NICs ({', '.join(n['name'] for n in selected)}) "
-                f"has an NVIDIA GPU ({GPU_LABEL}): GPUDirect RDMA needs both on one node",
+                f"{which}none of the nodes with NVIDIA NICs "
+                f"({', '.join(n['name'] for n in selected)}) has an NVIDIA GPU ({GPU_LABEL}): "
+                "GPUDirect RDMA needs both on one node",
             )
         ]
     found = [
         finding(
             "nodes",
             "ok",
-            f"{len(with_gpu)} node(s) with NVIDIA NICs and GPUs: {', '.join(with_gpu)}",
+            f"{which}{len(with_gpu)} node(s) with NVIDIA NICs and GPUs: {', '.join(with_gpu)}",
         )
     ]
     if len(with_gpu) < 2:
@@ -327,7 +365,7 @@ def _check_nodes(plan: dict, facts: Facts) -> list[dict]:
             finding(
                 "nodes",
                 "warning",
-                "only one node has NVIDIA NICs and GPUs: verify.yml needs two such nodes",
+                f"{which}only one node has NVIDIA NICs and GPUs: verify.yml needs two such nodes",
             )
         )
     intel = [n["name"] for n in selected if n["labels"].get(INTEL_NIC_LABEL) == "true"]
@@ -344,7 +382,12 @@ def _check_nodes(plan: dict, facts: Facts) -> list[dict]:
 
 
 def _check_interfaces(plan: dict, facts: Facts) -> list[dict]:
+    return [f for view in group_plans(plan) for f in _check_group_interfaces(view, facts)]
+
+
+def _check_group_interfaces(plan: dict, facts: Facts) -> list[dict]:
     wanted = [rail["interface"] for rail in plan["rails"]]
+    which = f"group {plan['name']}: " if plan["name"] else ""
     link = "IB" if plan["fabric"] == "infiniband" else "ETH"
     # The selected nodes once NFD labels them; before that every node. A node state whose node
     # has left the cluster is the operator's to delete, not a NIC to judge.
@@ -384,8 +427,9 @@ def _check_interfaces(plan: dict, facts: Facts) -> list[dict]:
                     finding(
                         "interfaces",
                         "error",
-                        f"gpudirect_rdma_interfaces: {name} does not exist on node {node} (its "
-                        f"{source} lists {', '.join(sorted(interfaces)) or 'no interface'})",
+                        f"{which}{_variable(plan, 'interfaces')}: {name} does not exist on node "
+                        f"{node} (its {source} lists "
+                        f"{', '.join(sorted(interfaces)) or 'no interface'})",
                     )
                 )
                 continue
@@ -394,9 +438,10 @@ def _check_interfaces(plan: dict, facts: Facts) -> list[dict]:
                     finding(
                         "interfaces",
                         "error",
-                        f"{name} on node {node} has link type {nic['linkType']}; "
-                        f"gpudirect_rdma_fabric {plan['fabric']} needs {link}. Change the fabric, "
-                        "or the port's link type in the NIC firmware (mlxconfig LINK_TYPE_P1)",
+                        f"{which}{name} on node {node} has link type {nic['linkType']}; "
+                        f"{_variable(plan, 'fabric')} {plan['fabric']} needs {link}. Change the "
+                        "fabric, or the port's link type in the NIC firmware (mlxconfig "
+                        "LINK_TYPE_P1)",
                     )
                 )
             total = nic.get("totalvfs")
@@ -406,8 +451,8 @@ def _check_interfaces(plan: dict, facts: Facts) -> list[dict]:
                     finding(
                         "interfaces",
                         "error",
-                        f"gpudirect_rdma_sriov_num_vfs is {vfs} but {name} on node {node} "
-                        f"supports at most {total} VFs",
+                        f"{which}{_variable(plan, 'sriov_num_vfs')} is {vfs} but {name} on node "
+                        f"{node} supports at most {total} VFs",
                     )
                 )
     if not inventory:
@@ -417,7 +462,7 @@ def _check_interfaces(plan: dict, facts: Facts) -> list[dict]:
             finding(
                 "interfaces",
                 "ok",
-                f"{', '.join(wanted)} ({link}) found on {len(inventory)} node(s) ({source})",
+                f"{which}{', '.join(wanted)} ({link}) found on {len(inventory)} node(s) ({source})",
             )
         )
     return found

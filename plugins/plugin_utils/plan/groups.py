@@ -51,13 +51,17 @@ def doca_driver_version(inputs: Inputs, default: str) -> str:
     given = inputs["doca_driver_version"]
     if given in (None, ""):
         return default
-    return checks.string(inputs.name("doca_driver_version"), given, _DOCA_VERSION, DOCA_VERSION_FORMS)
+    return checks.string(
+        inputs.name("doca_driver_version"), given, _DOCA_VERSION, DOCA_VERSION_FORMS
+    )
 
 
 def _entries(inputs: Inputs) -> list[Mapping]:
     name, given = inputs.name("node_groups"), inputs["node_groups"]
     if not isinstance(given, (list, tuple)):
-        raise PlanError(name, given, "a list of node groups, each a mapping with name and node_selector")
+        raise PlanError(
+            name, given, "a list of node groups, each a mapping with name and node_selector"
+        )
     seen: dict[str, int] = {}
     for index, entry in enumerate(given):
         where = f"{name}[{index}]"
@@ -74,14 +78,16 @@ def _entries(inputs: Inputs) -> list[Mapping]:
                 "NicNodePolicy, which the Network Operator's webhook refuses longer)",
             )
         if group in seen:
-            raise PlanError(f"{where}.name", group, f"a name not already used by {name}[{seen[group]}]")
+            raise PlanError(
+                f"{where}.name", group, f"a name not already used by {name}[{seen[group]}]"
+            )
         seen[group] = index
         if "node_selector" not in entry and len(given) > 1:
             raise PlanError(
                 f"{where}.node_selector",
                 None,
-                "the labels of this group's nodes: with several groups, each needs its own "
-                "(the global gpudirect_rdma_node_selector would select the other groups' nodes too)",
+                "the labels of this group's nodes: with several groups, each needs its own (the "
+                "global gpudirect_rdma_node_selector would select the other groups' nodes too)",
             )
     return list(given)
 
@@ -143,8 +149,9 @@ def _apart(inputs: Inputs, found: list[dict]) -> None:
                 raise PlanError(
                     f"{name}[{index}].node_selector",
                     group["node_selector"],
-                    f"labels apart from {name}[{other_index}]'s ({other['name']}): a node matched by "
-                    "two groups would get two NicNodePolicies, which the Network Operator refuses",
+                    f"labels apart from {name}[{other_index}]'s ({other['name']}): a node matched "
+                    "by two groups would get two NicNodePolicies, which the Network Operator "
+                    "refuses",
                 )
             for rail in group["rails"]:
                 for other_rail in other["rails"]:

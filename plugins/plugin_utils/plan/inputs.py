@@ -43,7 +43,8 @@ RULES = {
     "doca_driver_repository": functools.partial(
         checks.string,
         pattern=_REGISTRY,
-        expected="an image repository, e.g. nvcr.io/nvidia/mellanox or mirror.example.com:5000/nvidia/mellanox",
+        expected="an image repository, e.g. nvcr.io/nvidia/mellanox or "
+        "mirror.example.com:5000/nvidia/mellanox",
     ),
     "catalog_source_namespace": checks.dns_label,
     "image_pull_secrets": checks.each(checks.dns_subdomain),

@@ -28,8 +28,14 @@ def plan_of(name: str = "shared-device-roce", **overrides) -> dict:
 
 
 def healthy(plan: dict, nodes: int = 2) -> Facts:
-    link = "IB" if plan["fabric"] == "infiniband" else "ETH"
-    names = [f"worker-{i}" for i in range(nodes)]
+    """A cluster as the plan wants it: `nodes` nodes for each node group, with the group's
+    labels and NICs."""
+    one = len(plan["groups"]) == 1
+    of_group = {
+        (f"worker-{i}" if one else f"worker-{group['name']}-{i}"): group
+        for group in plan["groups"]
+        for i in range(nodes)
+    }
     return Facts(
         server="https://api.example:6443",
         cluster_version="4.20.8",
@@ -40,12 +46,25 @@ def healthy(plan: dict, nodes: int = 2) -> Facts:
             "openshift-marketplace/redhat-operators": "READY",
             "openshift-marketplace/certified-operators": "READY",
         },
-        nodes=[{"name": n, "labels": dict(NFD)} for n in names],
+        nodes=[
+            {"name": n, "labels": {**NFD, **group["node_selector"]}}
+            for n, group in of_group.items()
+        ],
         node_states={
-            n: [{"name": r["interface"], "linkType": link, "totalvfs": 16} for r in plan["rails"]]
-            for n in names
+            n: [
+                {
+                    "name": r["interface"],
+                    "linkType": "IB" if group["fabric"] == "infiniband" else "ETH",
+                    "totalvfs": 16,
+                }
+                for r in group["rails"]
+            ]
+            for n, group in of_group.items()
         },
-        machine_config_pool={"metadata": {"name": "worker"}, "status": {"machineCount": nodes}},
+        machine_config_pool={
+            "metadata": {"name": "worker"},
+            "status": {"machineCount": len(of_group)},
+        },
     )
 
 
@@ -366,3 +385,50 @@ def test_sriov_objects_outside_the_operators_namespace_are_ignored():
     facts.method_objects = [elsewhere]
     findings, _checks = run(plan, facts)
     assert messages(findings, "error") == []
+
+
+# -- node groups -------------------------------------------------------------------------------
+
+
+def test_a_node_two_groups_select_is_an_error():
+    plan = plan_of("node-groups")
+    facts = healthy(plan)
+    facts.nodes[0]["labels"]["gpudirect.example.com/pool"] = "a100"
+    facts.nodes.append(
+        {"name": "both", "labels": {**facts.nodes[0]["labels"], "gpudirect.example.com/x": "1"}}
+    )
+    plan["groups"][1]["node_selector"] = {"gpudirect.example.com/x": "1"}
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == [
+        "node-groups: node both is selected by the node groups a100, h100: give the groups' "
+        "node_selector labels that no node carries together (the Network Operator refuses two "
+        "NicNodePolicies on one node)"
+    ]
+
+
+def test_a_group_that_matches_no_node_is_an_error_naming_the_group_and_its_selector():
+    plan = plan_of("node-groups")
+    facts = healthy(plan)
+    facts.nodes = [n for n in facts.nodes if "h100" not in n["name"]]
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == [
+        "nodes: group h100: no node matches gpudirect_rdma_node_groups[1].node_selector "
+        "(gpudirect.example.com/pool=h100) among the 2 nodes: label the group's nodes, or remove "
+        "the group"
+    ]
+
+
+def test_a_group_whose_interfaces_its_nodes_lack_is_an_error_naming_the_group():
+    plan = plan_of("node-groups")
+    facts = healthy(plan)
+    # The a100 nodes' NICs are named as the h100 nodes' are: each group is judged on its own.
+    for node, interfaces in facts.node_states.items():
+        if "a100" in node:
+            interfaces[0]["name"] = "ibp26s0"
+    findings, _checks = run(plan, facts)
+    errors = messages(findings, "error")
+    assert len(errors) == 2
+    assert errors[0].startswith(
+        "interfaces: group a100: gpudirect_rdma_node_groups[0].interfaces: ens1f0np0 does not "
+        "exist on node worker-a100-0"
+    )
