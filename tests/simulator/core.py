@@ -42,6 +42,8 @@ DEFAULT_KNOBS: dict = {
     # NicClusterPolicy status.state stays notReady; or, with flap_seconds, once it would be
     # ready it alternates ready / notReady every flap_seconds (by the wall clock).
     "network_operator": {"never_ready": False, "flap_seconds": 0},
+    # NicNodePolicies named here keep their state-OFED notReady (the DOCA driver pod not ready).
+    "nic_node_policies": {"not_ready": []},
     # ClusterPolicy status.state stays notReady (or flaps, as above).
     "gpu_operator": {"never_ready": False, "flap_seconds": 0},
     # SriovNetworkNodeStates with a policy report syncStatus Failed.

@@ -64,12 +64,15 @@ def _mac(index: int, port: int) -> str:
     return f"b8:3f:d2:{(index >> 8) & 0xFF:02x}:{index & 0xFF:02x}:{port:02x}"
 
 
-def node_object(name: str, index: int, hardware: Hardware, nfd_labels: bool) -> dict:
+def node_object(
+    name: str, index: int, hardware: Hardware, nfd_labels: bool, labels: dict | None = None
+) -> dict:
     nics = tuple(
         Nic(n.name, n.link_type, n.mac or _mac(index, port), n.total_vfs)
         for port, n in enumerate(hardware.nics)
     )
     hardware = Hardware(hardware.gpus, nics)
+    extra = labels or {}
     labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
@@ -79,6 +82,7 @@ def node_object(name: str, index: int, hardware: Hardware, nfd_labels: bool) -> 
     }
     if nfd_labels:
         labels.update(NFD_GPU_NIC_LABELS)
+    labels.update(extra)  # a node group's labels, say
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -141,16 +145,17 @@ def register_nodes(
     prefix: str = "worker",
     hardware: Hardware | None = None,
     nfd_labels: bool = True,
+    labels: dict | None = None,
 ) -> list[str]:
-    """Create count Ready worker nodes (prefix-0, prefix-1, ...) and return their names.
-    Nodes that already exist are left as they are."""
+    """Create count Ready worker nodes (prefix-0, prefix-1, ...), with labels beside the usual
+    ones, and return their names. Nodes that already exist are left as they are."""
     core = client.CoreV1Api(api_client)
     hardware = hardware or Hardware()
     names = []
     for index in range(count):
         name = f"{prefix}-{index}"
         try:
-            core.create_node(node_object(name, index, hardware, nfd_labels))
+            core.create_node(node_object(name, index, hardware, nfd_labels, labels))
         except ApiException as error:
             if error.status != 409:
                 raise

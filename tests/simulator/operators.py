@@ -7,7 +7,8 @@
   InProgress, then Succeeded, or Failed by knob); SriovNetwork/SriovIBNetwork render a
   NetworkAttachmentDefinition.
 - NVIDIA Network Operator: NicClusterPolicy status.state notReady, then ready (or never, or
-  flapping between the two, by knob), again after every spec change; Macvlan/IPoIB/HostDevice
+  flapping between the two, by knob), again after every spec change; NicNodePolicy status with
+  its three applied states, error on a node two policies select; Macvlan/IPoIB/HostDevice
   networks render a NAD.
 - GPU Operator: ClusterPolicy status.state notReady, then ready (or never, by knob).
 - Machine Config Operator: `master` and `worker` pools; a change of the role's MachineConfigs
@@ -150,6 +151,85 @@ class NetworkOperator(_ReadyAfterDelay):
         ]
         applied = [{"name": f"state-{c}", "state": state} for c in components]
         return {"state": state, "appliedStates": applied}
+
+
+def selects(selector: dict | None, node: dict) -> bool:
+    """A nodeSelector matches the node (an empty one matches every node)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(key) == value for key, value in (selector or {}).items())
+
+
+# A NicNodePolicy always runs these three states; a section it leaves out is `ignore`.
+NNP_STATES = (
+    ("state-OFED", "ofedDriver"),
+    ("state-RDMA-device-plugin", "rdmaSharedDevicePlugin"),
+    ("state-SRIOV-device-plugin", "sriovDevicePlugin"),
+)
+
+
+class NicNodePolicies:
+    """NicNodePolicy status as the Network Operator's controller writes it: each of its three
+    states ready (ignore for a section it leaves out), notReady until the delay has passed after
+    a spec change (state-OFED for as long as the knob names the policy), and `error` with the
+    operator's reason when a node is selected by two policies (its overlap check)."""
+
+    name = "nic-node-policies"
+
+    def __init__(self, gate: DelayGate):
+        self.gate = gate
+
+    def reconcile(self, world: World) -> None:
+        policies = _list(world, "mellanox.com", "v1alpha1", "nicnodepolicies")
+        if not policies:
+            return
+        nodes = world.api_client.sanitize_for_serialization(world.core.list_node())["items"]
+        held = set((world.knobs.get("nic_node_policies") or {}).get("not_ready") or [])
+        for policy in policies:
+            name = policy["metadata"]["name"]
+            spec = policy.get("spec") or {}
+            overlap = self._overlap(policy, policies, nodes)
+            if overlap:
+                status = {"state": "error", "reason": overlap, "appliedStates": []}
+            else:
+                due = self.gate.due(
+                    policy["metadata"]["uid"],
+                    f"ready-{policy['metadata'].get('generation')}",
+                    world.knobs["delay_seconds"],
+                )
+                applied = []
+                for state, section in NNP_STATES:
+                    if section not in spec:
+                        applied.append({"name": state, "state": "ignore"})
+                    elif not due or (state == "state-OFED" and name in held):
+                        applied.append(
+                            {
+                                "name": state,
+                                "state": "notReady",
+                                "message": "DaemonSet pods are not ready yet",
+                            }
+                        )
+                    else:
+                        applied.append({"name": state, "state": "ready"})
+                ready = all(a["state"] in ("ready", "ignore") for a in applied)
+                status = {"state": "ready" if ready else "notReady", "appliedStates": applied}
+            _set_status(world, "mellanox.com", "v1alpha1", "nicnodepolicies", policy, status)
+
+    @staticmethod
+    def _overlap(policy: dict, policies: list[dict], nodes: list[dict]) -> str | None:
+        for node in nodes:
+            if not selects(policy["spec"].get("nodeSelector"), node):
+                continue
+            names = sorted(
+                p["metadata"]["name"]
+                for p in policies
+                if selects((p.get("spec") or {}).get("nodeSelector"), node)
+            )
+            if len(names) > 1:
+                return (
+                    f'node selector overlap detected: node "{node["metadata"]["name"]}" is '
+                    f"selected by policies: [{', '.join(names)}]"
+                )
+        return None
 
 
 class GpuOperator(_ReadyAfterDelay):
@@ -503,6 +583,11 @@ class Kubelet:
 
     def reconcile(self, world: World) -> None:
         policies = _list(world, "mellanox.com", "v1alpha1", "nicclusterpolicies")
+        node_policies = [
+            p
+            for p in _list(world, "mellanox.com", "v1alpha1", "nicnodepolicies")
+            if (p.get("status") or {}).get("state") == "ready"
+        ]
         cluster_policies = _list(world, "nvidia.com", "v1", "clusterpolicies")
         gpu_ready = any((p.get("status") or {}).get("state") == "ready" for p in cluster_policies)
         ncp = next((p for p in policies if (p.get("status") or {}).get("state") == "ready"), None)
@@ -518,6 +603,9 @@ class Kubelet:
                 resources["nvidia.com/gpu"] = str(hardware["gpus"])
             if ncp is not None:
                 resources.update(self._network_operator(ncp["spec"], hardware))
+                for policy in node_policies:  # the device plugins of the node's NicNodePolicy
+                    if selects(policy["spec"].get("nodeSelector"), node):
+                        resources.update(self._network_operator(policy["spec"], hardware))
             state = states.get(node["metadata"]["name"])
             if state and (state.get("status") or {}).get("syncStatus") == "Succeeded":
                 resources.update(self._sriov(state, sriov_policies))
@@ -580,6 +668,7 @@ def controllers() -> list:
         Nfd(),
         SriovOperator(gate),
         NetworkOperator(gate),
+        NicNodePolicies(gate),
         GpuOperator(gate),
         Networks(),
         MachineConfigOperator(gate),
