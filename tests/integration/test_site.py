@@ -13,6 +13,9 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    METHOD_COMPONENTS,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, api_client, started
@@ -41,16 +44,22 @@ def recap(output: str) -> dict[str, int]:
 
 
 def nodes_for(harness, inventory: str) -> None:
-    """Two fake nodes with the NICs of the inventory's rails, without NFD labels."""
+    """Two fake nodes for each node group of the inventory, with the group's labels and the
+    NICs of its rails, without NFD labels (worker-0 and worker-1 with one group)."""
     plan = build_plan(inputs(inventory))
-    link_type = "ib" if plan["fabric"] == "infiniband" else "eth"
     remove_nodes(harness)
-    register_nodes(
-        harness,
-        2,
-        nfd_labels=False,
-        hardware=Hardware(nics=tuple(Nic(rail["interface"], link_type) for rail in plan["rails"])),
-    )
+    for group in plan["groups"]:
+        link_type = "ib" if group["fabric"] == "infiniband" else "eth"
+        register_nodes(
+            harness,
+            2,
+            prefix=f"worker-{group['name']}" if group["name"] else "worker",
+            nfd_labels=False,
+            labels=group["node_selector"] if group["name"] else None,
+            hardware=Hardware(
+                nics=tuple(Nic(rail["interface"], link_type) for rail in group["rails"])
+            ),
+        )
 
 
 def site(run_playbook, inventory: str, *extra: str, check: bool = True):
@@ -74,15 +83,21 @@ def list_all(custom, group, version, plural):
 CONVERGED_HERE = [name for name in NAMES if name != "multi-rail-hgx"]
 
 
+def node_sections(group: dict) -> set[str]:
+    """The driver and the group's method's device plugin."""
+    return {"ofedDriver"} | {
+        "shared_device": {"rdmaSharedDevicePlugin"},
+        "host_device": {"sriovDevicePlugin"},
+        "sriov_legacy": set(),
+    }[group["method"]]
+
+
 def expected_policy_sections(plan: dict) -> set[str]:
-    """The NicClusterPolicy's components for the plan: the driver, and the method's."""
-    sections = {"ofedDriver"}
-    if plan["method"] == "shared_device":
-        sections.add("rdmaSharedDevicePlugin")
-        if plan["fabric"] == "infiniband":
-            sections.add("secondaryNetwork")
-    if plan["method"] == "host_device":
-        sections.add("sriovDevicePlugin")
+    """The NicClusterPolicy's components for the plan: the driver and the method's device
+    plugin with the cluster model; IPoIB and nv-ipam, which are cluster-wide, with either."""
+    sections = node_sections(plan["groups"][0]) if plan["nic_policy_model"] == "cluster" else set()
+    if any(g["method"] == "shared_device" and g["fabric"] == "infiniband" for g in plan["groups"]):
+        sections.add("secondaryNetwork")
     if plan["ipam"]["type"] == "nv-ipam":
         sections.add("nvIpam")
     return sections
@@ -101,20 +116,43 @@ def assert_converged(plan: dict, custom, core) -> None:
     )
     assert policy["status"]["state"] == "ready"
     assert set(policy["spec"]) == expected_policy_sections(plan)
+    node_policies = {
+        p["metadata"]["name"]: p
+        for p in custom.list_cluster_custom_object("mellanox.com", "v1alpha1", "nicnodepolicies")[
+            "items"
+        ]
+    }
+    if plan["nic_policy_model"] == "node":
+        assert set(node_policies) == {g["name"] or "gpudirect-rdma" for g in plan["groups"]}
+        for group in plan["groups"]:
+            nnp = node_policies[group["name"] or "gpudirect-rdma"]
+            assert nnp["status"]["state"] == "ready"
+            assert set(nnp["spec"]) == {"nodeSelector"} | node_sections(group)
+            assert nnp["spec"]["nodeSelector"] == group["node_selector"]
+    else:
+        assert node_policies == {}
     gpu = custom.get_cluster_custom_object(
         "nvidia.com", "v1", "clusterpolicies", "gpu-cluster-policy"
     )
     assert gpu["status"]["state"] == "ready"
     nodes = core.list_node().items
-    assert len(nodes) == 2
-    for node in nodes:
-        for rail in plan["rails"]:
-            assert int(node.status.allocatable[rail["node_resource"]]) >= 1
+    assert len(nodes) == 2 * len(plan["groups"])
+    for group in plan["groups"]:
+        mine = [
+            n
+            for n in nodes
+            if all((n.metadata.labels or {}).get(k) == v for k, v in group["node_selector"].items())
+        ]
+        assert len(mine) == 2, group["name"]
+        for node in mine:
+            for rail in group["rails"]:
+                assert int(node.status.allocatable[rail["node_resource"]]) >= 1
     nads = custom.list_namespaced_custom_object(
         "k8s.cni.cncf.io", "v1", plan["network_namespace"], "network-attachment-definitions"
     )["items"]
-    assert {r["network_name"] for r in plan["rails"]} <= {n["metadata"]["name"] for n in nads}
-    component = table.step("method").component(plan)
+    planned = {r["network_name"] for g in plan["groups"] for r in g["rails"]}
+    assert planned <= {n["metadata"]["name"] for n in nads}
+    components = ",".join(sorted({METHOD_COMPONENTS[g["method"]] for g in plan["groups"]}))
     for api_version, kind in table.METHOD_KINDS:
         group, version = api_version.split("/")
         others = custom.list_cluster_custom_object(
@@ -122,7 +160,7 @@ def assert_converged(plan: dict, custom, core) -> None:
             version,
             resource_of(api_version, kind),
             label_selector=f"app.kubernetes.io/managed-by=gpudirect.rdma,"
-            f"gpudirect.rdma/component!={component}",
+            f"gpudirect.rdma/component notin ({components})",
         )["items"]
         assert others == [], f"{kind} of another method left: {others}"
 
