@@ -13,6 +13,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.machine_co
     machine_configs,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.network_operator import (
+    nic_cluster_policies,
     nic_node_policies,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nfd import (
@@ -62,11 +63,12 @@ def network_operator_gates(plan: dict) -> list[dict]:
     return [
         _policy_ready(
             "NicClusterPolicy ready",
-            "mellanox.com/v1alpha1",
-            "NicClusterPolicy",
-            "nic-cluster-policy",
+            policy["apiVersion"],
+            policy["kind"],
+            policy["metadata"]["name"],
             hint,
         )
+        for policy in nic_cluster_policies(plan)
     ]
 
 

@@ -183,7 +183,7 @@ STEPS = (
         title="NVIDIA Network Operator",
         role="network_operator",
         operator="network_operator",
-        operand=lambda plan, csv: [network_operator.nic_cluster_policy(plan)],
+        operand=lambda plan, csv: network_operator.nic_cluster_policies(plan),
         kinds=((network_operator.API_VERSION, "NicClusterPolicy"),),
         gates=lambda plan, settings: gates.network_operator_gates(plan),
         settings={
@@ -193,6 +193,9 @@ STEPS = (
         },
         wave=2,
         named=(("v1", "Secret", REGISTRY_SECRET_NAME),),
+        # The node model with nothing cluster-wide has no NicClusterPolicy: the cluster model's
+        # leaves before the NicNodePolicies take its sections.
+        prunes=True,
         clears=((network_operator.API_VERSION, "NicNodePolicy"),),
     ),
     Step(

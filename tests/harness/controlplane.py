@@ -558,6 +558,9 @@ class ControlPlane:
     def _start_simulator(self, extra_args: list[str], timeout: float = 30.0) -> Process:
         """Start python -m tests.simulator and wait for its first tick (the marketplace's
         CatalogSources reported READY)."""
+        # The Network Operator's policy webhooks are served by the simulator: the API server
+        # calls them once the simulated OLM has registered them for the installed CSV.
+        webhook = CertificateAuthority.load(self.pki).issue("webhook", "simulator", server=True)
         process = self._spawn(
             "simulator",
             [
@@ -566,6 +569,10 @@ class ControlPlane:
                 "tests.simulator",
                 "--kubeconfig",
                 str(self.simulator_kubeconfig),
+                f"--webhook-port={free_port()}",
+                f"--webhook-cert={webhook.cert}",
+                f"--webhook-key={webhook.key}",
+                f"--webhook-ca={self.pki / 'ca.crt'}",
                 *extra_args,
             ],
             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},

@@ -10,13 +10,14 @@ from tests.simulator.catalog import load_catalog
 from tests.simulator.core import DelayGate, Simulator
 
 
-def build_simulator(api_client, interval: float = 0.2) -> Simulator:
-    """The simulator with every controller it plays, over the real reference catalog."""
+def build_simulator(api_client, interval: float = 0.2, webhooks=None) -> Simulator:
+    """The simulator with every controller it plays, over the real reference catalog; with
+    webhooks (an admission.WebhookServer), OLM registers the policy webhooks it serves."""
     return Simulator(
         api_client,
         [
             openshift.ClusterVersionOperator(),
-            *olm.controllers(load_catalog()),
+            *olm.controllers(load_catalog(), webhooks),
             *operators.controllers(),
             pods.Pods(DelayGate()),
         ],

@@ -17,6 +17,7 @@ from kubernetes.config import ConfigException
 
 from tests.harness.controlplane import DEFAULT_STATE_DIR, api_client
 from tests.simulator import build_simulator
+from tests.simulator.admission import WebhookServer
 from tests.simulator.core import write_knobs
 from tests.simulator.nodes import Hardware, Nic, register_nodes, remove_nodes
 
@@ -30,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("run", help="play OLM and the operators until stopped (the default)")
+    webhook = parser.add_argument_group("the Network Operator's policy webhooks (all four or none)")
+    webhook.add_argument("--webhook-port", type=int, help="serve them on 127.0.0.1:PORT")
+    webhook.add_argument("--webhook-cert", help="serving certificate (PEM, SAN 127.0.0.1)")
+    webhook.add_argument("--webhook-key", help="its private key (PEM)")
+    webhook.add_argument("--webhook-ca", help="the CA that signed it (the caBundle)")
     nodes = commands.add_parser("nodes", help="register fake GPU + NIC worker nodes")
     nodes.add_argument("--count", type=int, default=2)
     nodes.add_argument("--prefix", default="worker")
@@ -125,8 +131,25 @@ def _command(args, client: k8s.ApiClient) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     logging.getLogger("simulator").info("simulator running against %s", args.kubeconfig)
-    build_simulator(client).run(stop)
+    webhooks = _webhooks(args, client)
+    build_simulator(client, webhooks=webhooks).run(stop)
     return 0
+
+
+def _webhooks(args, client: k8s.ApiClient) -> WebhookServer | None:
+    given = [args.webhook_port, args.webhook_cert, args.webhook_key, args.webhook_ca]
+    if not any(given):
+        return None
+    if not all(given):
+        raise UserError(
+            "--webhook-port, --webhook-cert, --webhook-key and --webhook-ca go together"
+        )
+    server = WebhookServer(
+        client, args.webhook_port, args.webhook_cert, args.webhook_key, args.webhook_ca
+    )
+    server.start()
+    logging.getLogger("simulator").info("policy webhooks served on %s", server.url(""))
+    return server
 
 
 if __name__ == "__main__":

@@ -12,6 +12,10 @@
   OLM does (`NoOperatorGroup`, `TooManyOperatorGroups`, `UnsupportedOperatorGroup`), then walks
   `Pending`, `InstallReady`, `Installing`, `Succeeded`.
 - OperatorGroup: `status.namespaces` from `spec.targetNamespaces`.
+- Webhooks: for a Succeeded CSV, one ValidatingWebhookConfiguration per webhook definition
+  whose path the simulator serves (admission.py), pointing at the simulator's HTTPS endpoint
+  instead of the operator's Service, with OLM's owner labels; removed once the CSV is gone.
+  Without an endpoint (the simulator started without --webhook-port) none is registered.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ import copy
 import secrets
 import string
 
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.simulator.admission import SERVED_PATHS
 from tests.simulator.catalog import CATALOG_PACKAGES, MARKETPLACE_NAMESPACE, Catalog
 from tests.simulator.core import DelayGate, World, create_if_absent, now, replace_status
 
@@ -499,7 +505,70 @@ class OperatorGroupController:
             replace_status(world, GROUP, "v1", "operatorgroups", group)
 
 
-def controllers(catalog: Catalog) -> list:
+class WebhookRegistrar:
+    """OLM's webhook registration for installed CSVs, pointed at the simulator's endpoint."""
+
+    name = "olm-webhooks"
+
+    def __init__(self, webhooks) -> None:
+        self.webhooks = webhooks  # admission.WebhookServer
+
+    def reconcile(self, world: World) -> None:
+        api = client.AdmissionregistrationV1Api(world.api_client)
+        registered = api.list_validating_webhook_configuration(
+            label_selector="olm.owner.kind=ClusterServiceVersion"
+        ).items
+        csvs = world.custom.list_cluster_custom_object(GROUP, V1ALPHA1, "clusterserviceversions")
+        wanted = set()
+        for csv in csvs["items"]:
+            if (csv.get("status") or {}).get("phase") != "Succeeded":
+                continue
+            for definition in csv["spec"].get("webhookdefinitions") or []:
+                if (
+                    definition.get("type") != "ValidatingAdmissionWebhook"
+                    or definition.get("webhookPath") not in SERVED_PATHS
+                ):
+                    continue
+                labels = {
+                    "olm.owner": csv["metadata"]["name"],
+                    "olm.owner.namespace": csv["metadata"]["namespace"],
+                    "olm.owner.kind": "ClusterServiceVersion",
+                    "olm.webhook-description-generate-name": definition["generateName"],
+                }
+                wanted.add(tuple(sorted(labels.items())))
+                if any(_has_labels(c, labels) for c in registered):
+                    continue
+                api.create_validating_webhook_configuration(self._configuration(definition, labels))
+        for configuration in registered:
+            labels = configuration.metadata.labels or {}
+            if tuple(sorted(labels.items())) not in wanted:
+                api.delete_validating_webhook_configuration(configuration.metadata.name)
+
+    def _configuration(self, definition: dict, labels: dict) -> dict:
+        webhook = {
+            "name": definition["generateName"],
+            "admissionReviewVersions": definition.get("admissionReviewVersions") or ["v1"],
+            "clientConfig": {
+                "url": self.webhooks.url(definition["webhookPath"]),
+                "caBundle": self.webhooks.ca_bundle,
+            },
+            "rules": definition.get("rules") or [],
+            "failurePolicy": definition.get("failurePolicy") or "Fail",
+            "sideEffects": definition.get("sideEffects") or "None",
+            "timeoutSeconds": definition.get("timeoutSeconds") or 10,
+        }
+        return {
+            "metadata": {"generateName": f"{definition['generateName']}-", "labels": labels},
+            "webhooks": [webhook],
+        }
+
+
+def _has_labels(configuration, labels: dict) -> bool:
+    present = configuration.metadata.labels or {}
+    return all(present.get(k) == v for k, v in labels.items())
+
+
+def controllers(catalog: Catalog, webhooks=None) -> list:
     gate = DelayGate()
     return [
         Marketplace(),
@@ -507,4 +576,5 @@ def controllers(catalog: Catalog) -> list:
         SubscriptionController(catalog, gate),
         InstallPlanController(catalog, gate),
         ClusterServiceVersionController(catalog, gate),
+        *([WebhookRegistrar(webhooks)] if webhooks is not None else []),
     ]

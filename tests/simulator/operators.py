@@ -603,9 +603,10 @@ class Kubelet:
                 resources["nvidia.com/gpu"] = str(hardware["gpus"])
             if ncp is not None:
                 resources.update(self._network_operator(ncp["spec"], hardware))
-                for policy in node_policies:  # the device plugins of the node's NicNodePolicy
-                    if selects(policy["spec"].get("nodeSelector"), node):
-                        resources.update(self._network_operator(policy["spec"], hardware))
+            # The device plugins of the node's NicNodePolicy, with or without a NicClusterPolicy.
+            for policy in node_policies:
+                if selects(policy["spec"].get("nodeSelector"), node):
+                    resources.update(self._network_operator(policy["spec"], hardware))
             state = states.get(node["metadata"]["name"])
             if state and (state.get("status") or {}).get("syncStatus") == "Succeeded":
                 resources.update(self._sriov(state, sriov_policies))

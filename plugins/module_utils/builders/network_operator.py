@@ -109,14 +109,21 @@ def node_sections(plan: dict) -> dict:
     return sections
 
 
-def nic_cluster_policy(plan: dict) -> dict:
+def nic_cluster_policies(plan: dict) -> list[dict]:
+    """The NicClusterPolicy: with the cluster model the DOCA driver and the device plugin, and
+    with either model the cluster-wide parts (IPoIB, nv-ipam). The node model with nothing
+    cluster-wide plans none: the Network Operator needs no NicClusterPolicy for NicNodePolicies,
+    and an emptied one cannot be kept (server-side apply drops a spec it empties, and the CRD
+    refuses a policy without one)."""
     views = group_plans(plan)
     spec: dict = node_sections(views[0]) if plan["nic_policy_model"] == "cluster" else {}
     if any(v["method"] == "shared_device" and v["fabric"] == "infiniband" for v in views):
         spec["secondaryNetwork"] = {"ipoib": image(plan, "ipoib")}
     if plan["ipam"]["type"] == "nv-ipam":
         spec["nvIpam"] = {**image(plan, "nvIpam"), "enableWebhook": False}
-    return new_object(API_VERSION, "NicClusterPolicy", NAME, NETWORK_OPERATOR, spec=spec)
+    if not spec:
+        return []
+    return [new_object(API_VERSION, "NicClusterPolicy", NAME, NETWORK_OPERATOR, spec=spec)]
 
 
 def nic_node_policy_name(group: dict) -> str:

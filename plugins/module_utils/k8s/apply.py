@@ -185,6 +185,9 @@ class Refused(Exception):
         # Not `status`: that would make it an API error to client.failing_clearly.
         self.http_status = getattr(error, "status", None)
         self.server_message = _server_message(error)
+        # An admission webhook judges against the cluster as it is: in a dry run, before the
+        # changes the run would make first.
+        self.by_admission = self.http_status == 403 and "admission webhook" in self.server_message
         what = "would refuse" if dry_run else "refused"
         super().__init__(
             f"the API server {what} {self.object}: {self.http_status} "
@@ -271,7 +274,12 @@ class Applier:
                 judged = served and self._namespace_exists(obj)
                 if not self.check_mode and not served:
                     self._wait_until_gone(obj)
-                after = self._apply(obj) if judged or not self.check_mode else None
+                try:
+                    after = self._apply(obj) if judged or not self.check_mode else None
+                except Refused as refusal:
+                    if not (self.check_mode and refusal.by_admission):
+                        raise
+                    after, reasons = None, [*reasons, _judged_too_early(refusal)]
                 self.diffs.append(
                     {
                         "before_header": identity(obj),
@@ -313,8 +321,12 @@ class Applier:
             return self.cluster.apply(obj, dry_run=self.check_mode)
         except Exception as error:
             # 422: the CRD schema's validation; 500: the server could not make the object into
-            # its schema's types ("failed to create typed patch object") or a webhook failed.
-            if getattr(error, "status", None) in (400, 404, 409, 422, 500):
+            # its schema's types ("failed to create typed patch object") or a webhook failed;
+            # 403 from an admission webhook: its rule (an RBAC refusal stays Forbidden).
+            status = getattr(error, "status", None)
+            if status in (400, 404, 409, 422, 500) or (
+                status == 403 and "admission webhook" in _server_message(error)
+            ):
                 raise Refused(obj, error, self.check_mode) from None
             raise
 
@@ -335,6 +347,13 @@ class Applier:
             )
         )
         self.diffs.extend(deletion_diff(item) for item in doomed)
+
+
+def _judged_too_early(refusal: Refused) -> str:
+    return (
+        "an admission webhook refuses the dry run against the cluster as it is now, before the "
+        f"changes the run makes first ({refusal.server_message}); the run applies it after them"
+    )
 
 
 def fresh(cluster):

@@ -19,6 +19,13 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
     METHOD_COMPONENTS,
     group_plans,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.network_operator import (
+    API_VERSION,
+    NODE_SECTIONS,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.network_operator import (
+    NAME as NIC_CLUSTER_POLICY_NAME,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nfd import (
     GPU_LABEL,
 )
@@ -64,6 +71,8 @@ class Facts:
     live: dict = field(default_factory=dict)  # identity of a planned object -> live or None
     method_objects: list = field(default_factory=list)
     cluster_policies: list = field(default_factory=list)
+    nic_node_policies: list = field(default_factory=list)
+    nic_cluster_policy: dict | None = None
     pool_configs: list = field(default_factory=list)
     operator_groups: list = field(default_factory=list)
     machine_config_pool: dict | None = None
@@ -139,6 +148,11 @@ def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
         for item in list_if_served(cluster, api_version, kind) or []:
             facts.method_objects.append({**item, "apiVersion": api_version, "kind": kind})
     facts.cluster_policies = list_if_served(cluster, "nvidia.com/v1", "ClusterPolicy") or []
+    if any(o["kind"] in ("NicClusterPolicy", "NicNodePolicy") for o in objects):
+        facts.nic_node_policies = list_if_served(cluster, API_VERSION, "NicNodePolicy") or []
+        facts.nic_cluster_policy = get_if_served(
+            cluster, API_VERSION, "NicClusterPolicy", NIC_CLUSTER_POLICY_NAME
+        )
     facts.operator_groups = (
         list_if_served(cluster, "operators.coreos.com/v1", "OperatorGroup") or []
     )
@@ -545,6 +559,112 @@ def _check_ownership(objects: list[dict], facts: Facts, take_over: bool) -> list
     return found
 
 
+def _sections(obj: dict | None) -> list[str]:
+    """The sections of a NIC policy that only one kind may hold, in the operator's order."""
+    spec = (obj or {}).get("spec") or {}
+    return [s for s in NODE_SECTIONS if spec.get(s) is not None]
+
+
+def _nodes_of(policy: dict, facts: Facts) -> list[str]:
+    selector = (policy.get("spec") or {}).get("nodeSelector") or {}
+    return [
+        n["name"] for n in facts.nodes if all(n["labels"].get(k) == v for k, v in selector.items())
+    ]
+
+
+def _names(kind: str, policies: list[dict]) -> str:
+    names = ", ".join(p["metadata"]["name"] for p in policies)
+    return f"{kind}{'ies' if len(policies) > 1 else 'y'} {names}"
+
+
+def _check_nic_policies(objects: list[dict], facts: Facts) -> list[dict]:
+    """The Network Operator's two webhook rules judged before any write (a section in both
+    kinds, a node under two NicNodePolicies), against policies that are not the collection's;
+    and a change of the policy model said with what it disrupts."""
+    cluster = next((o for o in objects if o["kind"] == "NicClusterPolicy"), None)
+    planned = [o for o in objects if o["kind"] == "NicNodePolicy"]
+    if cluster is None and not planned:
+        return []
+    names = {p["metadata"]["name"] for p in planned}
+    foreign = [p for p in facts.nic_node_policies if not owned_by_collection(p)]
+    found = []
+    for policy in foreign:
+        both = [s for s in _sections(policy) if s in _sections(cluster)]
+        if both:
+            found.append(
+                finding(
+                    "nic-policies",
+                    "error",
+                    f"NicNodePolicy {policy['metadata']['name']} (not the collection's) defines "
+                    f"{', '.join(both)}, which the planned NicClusterPolicy defines too: the "
+                    "Network Operator refuses a section in both kinds. Set "
+                    "gpudirect_rdma_nic_policy_model: node, or remove that NicNodePolicy",
+                )
+            )
+        for mine in planned:
+            shared = sorted(set(_nodes_of(policy, facts)) & set(_nodes_of(mine, facts)))
+            if shared:
+                found.append(
+                    finding(
+                        "nic-policies",
+                        "error",
+                        f"node {shared[0]} would be selected by NicNodePolicy "
+                        f"{policy['metadata']['name']} (not the collection's) and by the "
+                        f"planned {mine['metadata']['name']}: the Network Operator refuses two "
+                        "NicNodePolicies on one node. Narrow the node group's node_selector, "
+                        "or remove that NicNodePolicy",
+                    )
+                )
+    found += _model_switch(cluster, planned, names, facts)
+    if not found:
+        found.append(finding("nic-policies", "ok", "no section or node has two NIC policies"))
+    return found
+
+
+def _model_switch(cluster: dict | None, planned: list[dict], names: set, facts: Facts) -> list:
+    live = facts.nic_cluster_policy
+    held = _sections(live) if live is not None and owned_by_collection(live) else []
+    given_up = [s for s in held if s not in _sections(cluster)]
+    taken = [s for s in _sections(cluster) if s not in held]
+    leaving = [
+        p
+        for p in facts.nic_node_policies
+        if owned_by_collection(p) and p["metadata"]["name"] not in names
+    ]
+    if given_up and planned:
+        nodes = {n for p in planned for n in _nodes_of(p, facts)}
+        moved = given_up
+        first = (
+            f"gives up {', '.join(given_up)}"
+            if cluster is not None
+            else "is deleted (nothing cluster-wide is left for it)"
+        )
+        message = (
+            f"NIC policy model cluster to node: NicClusterPolicy {NIC_CLUSTER_POLICY_NAME} "
+            f"{first} first, then {_names('NicNodePolic', planned)} "
+            f"take{'s' if len(planned) == 1 else ''} {', '.join(given_up)}"
+        )
+    elif leaving and taken:
+        nodes = {n for p in leaving for n in _nodes_of(p, facts)}
+        moved = taken
+        message = (
+            f"NIC policy model node to cluster: {_names('NicNodePolic', leaving)} "
+            f"{'is' if len(leaving) == 1 else 'are'} deleted first, then NicClusterPolicy "
+            f"{NIC_CLUSTER_POLICY_NAME} takes {', '.join(taken)}"
+        )
+    else:
+        return []
+    if "ofedDriver" in moved and nodes:
+        message += (
+            f"; the DOCA driver DaemonSet is replaced on {len(nodes)} node(s): the driver "
+            "reloads there, and pods using RDMA devices on them lose those until the new "
+            "device plugins are ready"
+        )
+    elif "ofedDriver" in moved:
+        message += "; no node is selected by the policies that go, so no driver reloads"
+    return [finding("nic-policies", "warning", message)]
+
+
 def _pf(entry: str) -> str:
     return entry.split("#", 1)[0]
 
@@ -726,6 +846,7 @@ def evaluate(plan: dict, objects: list[dict], facts: Facts, take_over: bool = Fa
     found += _check_nodes(plan, facts)
     found += _check_interfaces(plan, facts)
     found += _check_ownership(objects, facts, take_over)
+    found += _check_nic_policies(objects, facts)
     found += _check_methods(plan, objects, facts, take_over)
     found += _check_rdma_mode(plan, facts)
     found += _check_single_node(plan, facts)

@@ -93,6 +93,7 @@ def test_a_healthy_cluster_has_no_error_and_no_warning(name):
         "ownership",
         "method",
         "rdma-mode",
+        "nic-policies",
     }
 
 
@@ -432,3 +433,116 @@ def test_a_group_whose_interfaces_its_nodes_lack_is_an_error_naming_the_group():
         "interfaces: group a100: gpudirect_rdma_node_groups[0].interfaces: ens1f0np0 does not "
         "exist on node worker-a100-0"
     )
+
+
+# -- NIC policies: the webhooks' rules before any write, and a change of model --------------------
+
+
+def _node_policy(name: str, spec: dict, ours: bool = False) -> dict:
+    labels = {**OURS} if ours else {"team": "network"}
+    return {"metadata": {"name": name, "labels": labels}, "spec": spec}
+
+
+def _ours(obj: dict) -> dict:
+    return {**obj, "metadata": {**obj["metadata"], "labels": {**OURS}}}
+
+
+def test_a_foreign_nic_node_policy_with_a_section_the_nic_cluster_policy_plans_is_an_error():
+    plan = plan_of("shared-device-roce")
+    facts = healthy(plan)
+    facts.nic_node_policies = [
+        _node_policy("theirs", {"nodeSelector": {"x": "y"}, "ofedDriver": {"version": "1"}})
+    ]
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == [
+        "nic-policies: NicNodePolicy theirs (not the collection's) defines ofedDriver, which the "
+        "planned NicClusterPolicy defines too: the Network Operator refuses a section in both "
+        "kinds. Set gpudirect_rdma_nic_policy_model: node, or remove that NicNodePolicy"
+    ]
+
+
+def test_a_foreign_nic_node_policy_on_a_groups_node_is_an_error():
+    plan = plan_of("node-groups")
+    facts = healthy(plan)
+    facts.nic_node_policies = [
+        _node_policy("theirs", {"nodeSelector": {"gpudirect.example.com/pool": "a100"}})
+    ]
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == [
+        "nic-policies: node worker-a100-0 would be selected by NicNodePolicy theirs (not the "
+        "collection's) and by the planned a100: the Network Operator refuses two NicNodePolicies "
+        "on one node. Narrow the node group's node_selector, or remove that NicNodePolicy"
+    ]
+
+
+def test_the_collections_own_nic_node_policies_are_no_finding():
+    plan = plan_of("node-groups")
+    facts = healthy(plan)
+    facts.nic_node_policies = [o for o in build_objects(plan) if o["kind"] == "NicNodePolicy"]
+    findings, checks = run(plan, facts)
+    assert messages(findings, "error") == messages(findings, "warning") == []
+    assert ("nic-policies", "ok") in checks
+
+
+def test_cluster_to_node_says_what_moves_and_what_it_disrupts():
+    cluster = plan_of("host-device-roce")
+    node = plan_of("host-device-roce", nic_policy_model="node")
+    facts = healthy(node)
+    facts.nic_cluster_policy = _ours(
+        next(o for o in build_objects(cluster) if o["kind"] == "NicClusterPolicy")
+    )
+    findings, _checks = run(node, facts)
+    assert messages(findings, "warning") == [
+        "nic-policies: NIC policy model cluster to node: NicClusterPolicy nic-cluster-policy is "
+        "deleted (nothing cluster-wide is left for it) first, then NicNodePolicy gpudirect-rdma "
+        "takes ofedDriver, sriovDevicePlugin; the DOCA driver DaemonSet is replaced on 2 node(s): "
+        "the driver reloads there, and pods using RDMA devices on them lose those until the new "
+        "device plugins are ready"
+    ]
+
+
+def test_cluster_to_node_keeps_the_nic_cluster_policy_for_what_is_cluster_wide():
+    cluster = plan_of("shared-device-infiniband")
+    node = plan_of("shared-device-infiniband", nic_policy_model="node")
+    facts = healthy(node)
+    facts.nic_cluster_policy = _ours(
+        next(o for o in build_objects(cluster) if o["kind"] == "NicClusterPolicy")
+    )
+    findings, _checks = run(node, facts)
+    assert messages(findings, "warning")[0].startswith(
+        "nic-policies: NIC policy model cluster to node: NicClusterPolicy nic-cluster-policy "
+        "gives up ofedDriver, rdmaSharedDevicePlugin first, then NicNodePolicy gpudirect-rdma "
+        "takes ofedDriver, rdmaSharedDevicePlugin; the DOCA driver DaemonSet is replaced"
+    )
+
+
+def test_node_to_cluster_deletes_the_nic_node_policies_first():
+    node = plan_of("shared-device-roce", nic_policy_model="node")
+    cluster = plan_of("shared-device-roce")
+    facts = healthy(cluster)
+    facts.nic_node_policies = [
+        _ours(o) for o in build_objects(node) if o["kind"] == "NicNodePolicy"
+    ]
+    findings, _checks = run(cluster, facts)
+    assert messages(findings, "warning") == [
+        "nic-policies: NIC policy model node to cluster: NicNodePolicy gpudirect-rdma is deleted "
+        "first, then NicClusterPolicy nic-cluster-policy takes ofedDriver, "
+        "rdmaSharedDevicePlugin; the DOCA driver DaemonSet is replaced on 2 node(s): the driver "
+        "reloads there, and pods using RDMA devices on them lose those until the new device "
+        "plugins are ready"
+    ]
+
+
+def test_policies_that_go_from_nodes_no_longer_labelled_reload_no_driver():
+    node = plan_of("node-groups")
+    cluster = plan_of("sriov-legacy-roce")
+    facts = healthy(cluster)
+    facts.nic_node_policies = [
+        _ours(o) for o in build_objects(node) if o["kind"] == "NicNodePolicy"
+    ]
+    findings, _checks = run(cluster, facts)
+    assert messages(findings, "warning") == [
+        "nic-policies: NIC policy model node to cluster: NicNodePolicies a100, h100 are deleted "
+        "first, then NicClusterPolicy nic-cluster-policy takes ofedDriver; no node is selected "
+        "by the policies that go, so no driver reloads"
+    ]

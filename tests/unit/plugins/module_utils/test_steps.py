@@ -84,9 +84,13 @@ def test_each_role_has_the_settings_the_table_names_with_a_default():
                 assert options[variable]["default"] == defaults[variable], variable
 
 
-def test_only_the_machine_configs_and_the_method_prune():
+def test_only_the_machine_configs_the_nic_cluster_policy_and_the_method_prune():
     pruning = {s.name: table.prune_scope(s) for s in table.STEPS if table.prune_scope(s)}
-    assert set(pruning) == {"machine-config", "method"}
+    assert set(pruning) == {"machine-config", "network-operator", "method"}
+    # The node model with nothing cluster-wide plans no NicClusterPolicy.
+    assert pruning["network-operator"]["kinds"] == [
+        {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy"}
+    ]
     assert {k["kind"] for k in pruning["method"]["kinds"]} == {
         "MacvlanNetwork",
         "IPoIBNetwork",
