@@ -1,4 +1,6 @@
-"""Benchmark: plan + render for 1 node x 1 rail and for 1,000 nodes x 1, 8 and 64 rails.
+"""Benchmark: plan + render for 1 node x 1 rail, for 1,000 nodes x 1, 8 and 64 rails, and for
+1,000 nodes in 4 node groups of 8 rails (the node model: a NicNodePolicy, networks and pools per
+group).
 
 Nodes enter the plan through persistent NIC names (one udev rule per NIC MAC address, so 1,000
 nodes x 8 rails = 8,000 rules); rails multiply resources and networks. 64 rails is beyond the
@@ -64,14 +66,14 @@ def fit(nodes: int, rails: int) -> tuple[int, int, list[str]]:
     return rails, named, notes
 
 
-def inputs(nodes: int, rails: int) -> dict:
+def inputs(nodes: int, rails: int, groups: int = 1) -> dict:
     interfaces = [f"ens{i + 1}f0np0" for i in range(rails)]
     names = [
         {"mac": f"b8:3f:d2:{n >> 8 & 0xFF:02x}:{n & 0xFF:02x}:{r:02x}", "name": interfaces[r]}
         for n in range(nodes)
         for r in range(rails)
     ]
-    return {
+    case = {
         "method": "shared_device",
         "fabric": "roce",
         "interfaces": interfaces,
@@ -80,6 +82,19 @@ def inputs(nodes: int, rails: int) -> dict:
         "crio_memlock": True,
         "blacklist_irdma": True,
     }
+    if groups > 1:
+        # Every group on its own labels and range; the odd ones on InfiniBand with other names.
+        case["node_groups"] = [
+            {
+                "name": f"pool{g}",
+                "node_selector": {"gpudirect.example.com/pool": f"pool{g}"},
+                "interfaces": [f"ibp{i + 1}s0" for i in range(rails)] if g % 2 else interfaces,
+                **({"fabric": "infiniband", "mtu": 4092} if g % 2 else {}),
+                "ipam_range": f"10.{101 + g}.0.0/16",
+            }
+            for g in range(groups)
+        ]
+    return case
 
 
 def engine(case: dict, repeat: int) -> dict:
@@ -98,10 +113,10 @@ def engine(case: dict, repeat: int) -> dict:
     }
 
 
-def engine_alone(nodes: int, rails: int, repeat: int) -> dict:
+def engine_alone(nodes: int, rails: int, groups: int, repeat: int) -> dict:
     """engine() in a fresh Python process, so that the peak memory is this case's alone."""
     result = subprocess.run(
-        [sys.executable, __file__, "--engine", str(nodes), str(rails), str(repeat)],
+        [sys.executable, __file__, "--engine", str(nodes), str(rails), str(groups), str(repeat)],
         check=True,
         capture_output=True,
         text=True,
@@ -172,37 +187,48 @@ def median_of(runs: int, *args) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="plan + render at 1 node and at 1,000 nodes")
-    parser.add_argument("--quick", action="store_true", help="1 x 1 and 1,000 x 8 only")
     parser.add_argument(
-        "--engine", nargs=3, type=int, metavar=("NODES", "RAILS", "REPEAT"), help=argparse.SUPPRESS
+        "--quick", action="store_true", help="1 x 1, 1,000 x 8, and 1,000 x 8 in 4 groups only"
+    )
+    parser.add_argument(
+        "--engine",
+        nargs=4,
+        type=int,
+        metavar=("NODES", "RAILS", "GROUPS", "REPEAT"),
+        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--json", type=Path, default=REPO_ROOT / "build" / "benchmarks" / "plan_render.json"
     )
     args = parser.parse_args(argv)
     if args.engine:
-        nodes, rails, repeat = args.engine
-        print(json.dumps(engine(inputs(nodes, rails), repeat)))
+        nodes, rails, groups, repeat = args.engine
+        print(json.dumps(engine(inputs(nodes, rails, groups), repeat)))
         return
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}"
     )
-    cases = ((1, 1), (1000, 8)) if args.quick else ((1, 1), (1000, 1), (1000, 8), (1000, 64))
+    cases = (
+        ((1, 1, 1), (1000, 8, 1), (1000, 8, 4))
+        if args.quick
+        else ((1, 1, 1), (1000, 1, 1), (1000, 8, 1), (1000, 64, 1), (1000, 8, 4))
+    )
     print(
-        f"{'case':<24}{'objects':>8}{'udev rules':>12}{'tree bytes':>12}{'largest obj':>13}"
+        f"{'case (/ groups)':<24}{'objects':>8}{'udev rules':>12}{'tree bytes':>12}"
+        f"{'largest obj':>13}"
         f"{'engine ms':>11}{'engine MiB':>12}{'render.yml s':>14}{'render MiB':>12}"
         f"{'as JSON s':>11}{'1 task s':>10}"
     )
     figures = []
-    for nodes, asked in cases:
+    for nodes, asked, groups in cases:
         rails, named, notes = fit(nodes, asked)
         for note in notes:
             print(f"{nodes} nodes x {asked} rails: {note}")
         if named < nodes:
             print(f"  measured with {rails} rails, persistent NIC names for {named} of the nodes")
-        measured = engine_alone(named, rails, repeat=20 if nodes == 1 else 3)
-        case = inputs(named, rails)
+        measured = engine_alone(named, rails, groups, repeat=20 if nodes == 1 else 3)
+        case = inputs(named, rails, groups)
         render_yml = REPO_ROOT / "playbooks" / "render.yml"
         wall, peak = median_of(3, case, render_yml)
         wall_json, _peak = median_of(3, case, render_yml, "json")
@@ -213,6 +239,7 @@ def main(argv: list[str] | None = None) -> None:
         figures.append(
             {
                 "nodes": nodes,
+                "node_groups": groups,
                 "nodes_named": named,
                 "rails_asked": asked,
                 "rails": rails,
@@ -226,7 +253,8 @@ def main(argv: list[str] | None = None) -> None:
             }
         )
         print(
-            f"{f'{nodes} node(s) x {rails} rail(s)':<24}{measured['objects']:>8}{named * rails:>12}"
+            f"{f'{nodes} node(s) x {rails} rail(s)' + (f' / {groups}' if groups > 1 else ''):<24}"
+            f"{measured['objects']:>8}{named * rails:>12}"
             f"{measured['tree_bytes']:>12}{measured['largest_object_bytes']:>13}"
             f"{measured['engine_ms']:>11.1f}{measured['engine_peak_rss_mib']:>12.1f}"
             f"{wall:>14.2f}{peak:>12.1f}{wall_json:>11.2f}{alone:>10.2f}"

@@ -814,6 +814,14 @@ CASES: list[BadInput] = [
         playbooks=("site", "uninstall"),
     ),
     BadInput(
+        "interfaces-beside-groups-that-name-theirs",
+        NG,
+        f"{V}interfaces",
+        "['ens8f0np0']",
+        "no value: every group of gpudirect_rdma_node_groups names its own interfaces",
+        set={"interfaces": ["ens8f0np0"]},
+    ),
+    BadInput(
         "group-name-too-long",
         NG,
         f"{V}node_groups[0].name",

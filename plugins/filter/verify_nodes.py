@@ -9,8 +9,8 @@ version_added: 0.1.0
 short_description: The nodes that can run the GPUDirect bandwidth test
 description:
   - From Node objects (as M(kubernetes.core.k8s_info) returns them), the names of those that are
-    schedulable and advertise C(nvidia.com/gpu) and every rail's RDMA resource of the plan, sorted;
-    and, for the others, why not.
+    schedulable and advertise C(nvidia.com/gpu) and every rail's RDMA resource of the plan (of
+    the node group O(group)), sorted; and, for the others, why not.
 options:
   _input:
     description: Node objects.
@@ -21,6 +21,9 @@ options:
     description: The plan from M(gpudirect.rdma.plan).
     type: dict
     required: true
+  group:
+    description: The node group whose rails count (its C(name)); required when the plan has several.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -43,15 +46,26 @@ _value:
       type: dict
 """
 
+from ansible.errors import AnsibleFilterError  # noqa: E402
+
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
     eligible_nodes,
+    group_view,
 )
 
 
-def verify_nodes(nodes, plan):
-    args = validate(DOCUMENTATION, "gpudirect.rdma.verify_nodes", {"_input": nodes, "plan": plan})
-    eligible, ineligible = eligible_nodes(args["plan"], args["_input"])
+def verify_nodes(nodes, plan, group=None):
+    args = validate(
+        DOCUMENTATION,
+        "gpudirect.rdma.verify_nodes",
+        {"_input": nodes, "plan": plan, "group": group},
+    )
+    try:
+        view = group_view(args["plan"], args["group"])
+    except ValueError as error:
+        raise AnsibleFilterError(f"gpudirect.rdma.verify_nodes: {error}") from error
+    eligible, ineligible = eligible_nodes(view, args["_input"])
     return {"eligible": eligible, "ineligible": ineligible}
 
 

@@ -28,6 +28,12 @@ options:
     description: The node the pods run on.
     type: str
     required: true
+  group:
+    description:
+      - The node group whose rails the pods test (its C(name) in C(gpudirect_rdma_node_groups));
+        required when the plan has several. With several groups the pods' names carry the
+        group's name and the label C(gpudirect.rdma/node-group).
+    type: str
   servers:
     description:
       - For clients, the running server pods (as M(kubernetes.core.k8s_info) returns them); each
@@ -77,14 +83,22 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings impor
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
     client_pods,
+    group_view,
     server_addresses,
     server_pods,
 )
 
 
-def verify_pods(plan, role, node, servers=None, **settings):
+def verify_pods(plan, role, node, servers=None, group=None, **settings):
     """settings: image, perftest, duration, size, qps, port (see DOCUMENTATION)."""
-    given = {"_input": plan, "role": role, "node": node, "servers": servers, **settings}
+    given = {
+        "_input": plan,
+        "role": role,
+        "node": node,
+        "servers": servers,
+        "group": group,
+        **settings,
+    }
     args = validate(DOCUMENTATION, "gpudirect.rdma.verify_pods", given)
     defaults = role_options("verify")
     settings = {
@@ -92,10 +106,11 @@ def verify_pods(plan, role, node, servers=None, **settings):
         for key in ("image", "perftest", "duration", "size", "qps", "port")
     }
     try:
+        view = group_view(args["_input"], args["group"])
         if args["role"] == "server":
-            return server_pods(args["_input"], args["node"], settings)
-        addresses = server_addresses(args["_input"], args["servers"])
-        return client_pods(args["_input"], args["node"], settings, addresses)
+            return server_pods(view, args["node"], settings)
+        addresses = server_addresses(view, args["servers"])
+        return client_pods(view, args["node"], settings, addresses)
     except (KeyError, ValueError) as error:
         raise AnsibleFilterError(f"gpudirect.rdma.verify_pods: {error}") from error
 

@@ -19,13 +19,12 @@ options:
     description: The logs of the test pods, by pod name; a missing log counts as empty.
     type: dict
     required: true
-  server_node:
-    description: The node the servers ran on.
-    type: str
-    required: true
-  client_node:
-    description: The node the clients ran on.
-    type: str
+  pairs:
+    description:
+      - For each node group of the plan, in its order, the node its servers ran on and the node
+        its clients ran on (one such pair without node groups).
+    type: list
+    elements: list
     required: true
   plan:
     description: The plan from M(gpudirect.rdma.plan).
@@ -41,8 +40,8 @@ EXAMPLES = r"""
 - name: Judge the run
   ansible.builtin.set_fact:
     verify_result: >-
-      {{ logs | gpudirect.rdma.verify_report(plan=rdma.plan, server_node='worker-0',
-         client_node='worker-1', min_gbps=150) }}
+      {{ logs | gpudirect.rdma.verify_report(plan=rdma.plan, pairs=[['worker-0', 'worker-1']],
+         min_gbps=150) }}
 """
 
 RETURN = r"""
@@ -54,7 +53,7 @@ _value:
       description: Every pair passed.
       type: bool
     pairs:
-      description: Per rail, the nodes, the client's numbers (C(bw_average_gbps), C(bw_peak_gbps),
+      description: Per rail (of each node group, named by C(group) when there are several), the nodes, the client's numbers (C(bw_average_gbps), C(bw_peak_gbps),
         C(msg_rate_mpps), C(device), C(link_type), C(gid_index), C(gpu_memory)),
         C(passed) and C(problems).
       type: list
@@ -74,23 +73,22 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # 
 )
 
 
-def verify_report(logs, plan, server_node, client_node, min_gbps):
+def verify_report(logs, plan, pairs, min_gbps):
     args = validate(
         DOCUMENTATION,
         "gpudirect.rdma.verify_report",
         {
             "_input": logs,
             "plan": plan,
-            "server_node": server_node,
-            "client_node": client_node,
+            "pairs": pairs,
             "min_gbps": min_gbps,
         },
     )
     try:
-        runs = runs_from_logs(
-            args["plan"], args["_input"], args["server_node"], args["client_node"]
-        )
+        runs = runs_from_logs(args["plan"], args["_input"], args["pairs"])
         return report(args["plan"], runs, args["min_gbps"])
+    except ValueError as error:
+        raise AnsibleFilterError(f"gpudirect.rdma.verify_report: {error}") from error
     except (KeyError, IndexError, TypeError) as error:
         raise AnsibleFilterError(
             f"gpudirect.rdma.verify_report: expected the plan of gpudirect.rdma.plan and logs by "

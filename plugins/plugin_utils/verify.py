@@ -2,7 +2,9 @@
 
 Each pod asks for one GPU and the rail's RDMA resource, attaches the rail's network, may lock
 memory (IPC_LOCK), and runs verify_test.sh (beside this file), which finds its RDMA device, GID
-index and GPU and runs ib_write_bw. The client gets the server's net1 address.
+index and GPU and runs ib_write_bw. The client gets the server's net1 address. With node groups,
+each group is tested between two of its own nodes, on its own rails and networks: the pods carry
+the group's name, and the report one pair per rail of every group.
 """
 
 from __future__ import annotations
@@ -10,20 +12,45 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import new_object
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    group_plans,
+    new_object,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.perftest import PerftestError, parse
 
 COMPONENT = "verify"
 ROLE_LABEL = "gpudirect.rdma/verify-role"
 RAIL_LABEL = "gpudirect.rdma/rail"
+GROUP_LABEL = "gpudirect.rdma/node-group"
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
 SCRIPT = (Path(__file__).parent / "verify_test.sh").read_text()
 
 
+def group_view(plan: dict, name: str | None) -> dict:
+    """The plan as the named node group sees it (builders.common.group_plans); None names the
+    only group."""
+    views = group_plans(plan)
+    names = [v["name"] for v in views]
+    if name is None and len(views) == 1:
+        return views[0]
+    if name is not None and name in names:
+        return views[names.index(name)]
+    raise ValueError(
+        f"group: expected one of the plan's node groups ({', '.join(map(str, names))}); got "
+        f"{name!r}"
+    )
+
+
+def _grouped(plan: dict) -> bool:
+    return len(plan["groups"]) > 1
+
+
 def pod_name(plan: dict, role: str, rail: dict) -> str:
+    """plan: a group's view."""
     suffix = f"-rail{rail['index']}" if len(plan["rails"]) > 1 else ""
-    return f"gpudirect-rdma-verify-{role}{suffix}"
+    group = f"{plan['name']}-" if _grouped(plan) else ""
+    return f"gpudirect-rdma-verify-{group}{role}{suffix}"
 
 
 def bandwidth_pod(
@@ -47,7 +74,11 @@ def bandwidth_pod(
         pod_name(plan, role, rail),
         COMPONENT,
         namespace=plan["network_namespace"],
-        labels={ROLE_LABEL: role, RAIL_LABEL: str(rail["index"])},
+        labels={
+            ROLE_LABEL: role,
+            RAIL_LABEL: str(rail["index"]),
+            **({GROUP_LABEL: plan["name"]} if _grouped(plan) else {}),
+        },
         annotations={NETWORKS_ANNOTATION: rail["network_name"]},
         spec={
             "nodeName": node,
@@ -82,13 +113,15 @@ def client_pods(plan: dict, client_node: str, settings: dict, addresses: list[st
 
 
 def report(plan: dict, runs: list[dict], min_gbps: float) -> dict:
-    """runs: per rail {rail, server_node, client_node, server_log, client_log}. A pair passes
-    when both sides parsed, the client's average reaches min_gbps, and GPU memory was used the
-    way the plan says (dmabuf or peermem)."""
+    """runs: per rail of each group {group, rail, server_node, client_node, server_log,
+    client_log}. A pair passes when both sides parsed, the client's average reaches min_gbps,
+    and GPU memory was used the way the plan says (dmabuf or peermem)."""
     pairs = []
     for run in runs:
-        rail = plan["rails"][run["rail"]]
+        view = group_view(plan, run["group"])
+        rail = view["rails"][run["rail"]]
         pair = {
+            **({"group": run["group"]} if _grouped(plan) else {}),
             "rail": run["rail"],
             "interface": rail["interface"],
             "network": rail["network_name"],
@@ -150,13 +183,16 @@ def report(plan: dict, runs: list[dict], min_gbps: float) -> dict:
 
 
 def table(pairs: list[dict]) -> list[str]:
+    width = max((len(p["group"]) for p in pairs if "group" in p), default=0)
+    group = f"{'group':<{width + 2}}" if width else ""
     lines = [
-        f"{'rail':<5}{'server -> client':<34}{'device':<9}{'link':<10}{'GID':<5}"
+        f"{group}{'rail':<5}{'server -> client':<34}{'device':<9}{'link':<10}{'GID':<5}"
         f"{'avg Gb/s':>10}{'peak Gb/s':>11}{'Mpps':>10}  {'GPU memory':<11}result"
     ]
     for p in pairs:
         lines.append(
-            f"{p['rail']:<5}{p['server_node'] + ' -> ' + p['client_node']:<34}"
+            (f"{p['group']:<{width + 2}}" if width else "")
+            + f"{p['rail']:<5}{p['server_node'] + ' -> ' + p['client_node']:<34}"
             f"{p.get('device') or '-':<9}{p.get('link_type') or '-':<10}"
             f"{'-' if p.get('gid_index') is None else p['gid_index']:<5}"
             f"{p.get('bw_average_gbps', '-'):>10}{p.get('bw_peak_gbps', '-'):>11}"
@@ -209,17 +245,24 @@ def eligible_nodes(plan: dict, nodes: list[dict]) -> tuple[list[str], dict[str, 
     return eligible, ineligible
 
 
-def runs_from_logs(
-    plan: dict, logs: dict[str, str], server_node: str, client_node: str
-) -> list[dict]:
-    """The runs report() judges, from the pods' logs by pod name (a missing log is empty)."""
+def runs_from_logs(plan: dict, logs: dict[str, str], pairs: list[list[str]]) -> list[dict]:
+    """The runs report() judges, from the pods' logs by pod name (a missing log is empty);
+    pairs: [server node, client node] of each node group, in the plan's order."""
+    views = group_plans(plan)
+    if len(pairs) != len(views) or any(len(p) != 2 for p in pairs):
+        raise ValueError(
+            f"pairs: expected [server node, client node] for each of the {len(views)} node "
+            f"group(s); got {pairs!r}"
+        )
     return [
         {
+            "group": view["name"],
             "rail": rail["index"],
             "server_node": server_node,
             "client_node": client_node,
-            "server_log": logs.get(pod_name(plan, "server", rail), ""),
-            "client_log": logs.get(pod_name(plan, "client", rail), ""),
+            "server_log": logs.get(pod_name(view, "server", rail), ""),
+            "client_log": logs.get(pod_name(view, "client", rail), ""),
         }
-        for rail in plan["rails"]
+        for view, (server_node, client_node) in zip(views, pairs, strict=True)
+        for rail in view["rails"]
     ]

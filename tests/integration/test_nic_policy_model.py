@@ -145,3 +145,21 @@ def test_the_served_webhooks_refuse_what_the_operators_refuse(run_playbook, harn
         )
     finally:
         custom.delete_cluster_custom_object("mellanox.com", "v1alpha1", "nicnodepolicies", "first")
+
+
+def test_a_nic_node_policy_not_ready_names_its_group_state_and_failing_applied_state(
+    run_playbook, harness, knobs
+):
+    nodes_for(harness, "node-groups")
+    knobs({"nic_node_policies": {"not_ready": ["h100"]}})
+    result = site(
+        run_playbook, "node-groups", "-e", "network_operator_ready_timeout=5", check=False
+    )
+    assert result.returncode != 0
+    text = said(result)
+    assert "gate 'NicNodePolicy h100 ready' not reached after 5s" in text, text[-3000:]
+    assert (
+        "NicNodePolicy h100 status.state is 'notReady' ({'state': {'message': 'DaemonSet pods "
+        "are not ready yet', 'name': 'state-OFED', 'state': 'notReady'}})" in text
+    ), text[-3000:]
+    assert "Look at: oc get nicnodepolicy h100 -o yaml" in text

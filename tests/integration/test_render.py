@@ -91,11 +91,21 @@ def server_side_dry_run(resources, obj: dict) -> dict:
     ).to_dict()
 
 
-@pytest.fixture(scope="module", params=NAMES)
+# Every example as it is, and each of the six configurations with the node model (their one
+# implicit group's NicNodePolicy).
+SINGLE_GROUP = [
+    n for n in NAMES if len(build_plan(inputs(n))["groups"]) == 1 and n != "multi-rail-hgx"
+]
+CASES = [*NAMES, *(f"{n}:node" for n in SINGLE_GROUP)]
+
+
+@pytest.fixture(scope="module", params=CASES)
 def rendered(request, run_playbook, tmp_path_factory):
-    """Each example inventory rendered once by render.yml: (inventory, tree, playbook result)."""
-    tree = tmp_path_factory.mktemp(request.param) / "tree"
-    return request.param, tree, render(run_playbook, request.param, tree)
+    """Each case rendered once by render.yml: (inventory, tree, playbook result)."""
+    inventory, _, model = request.param.partition(":")
+    tree = tmp_path_factory.mktemp(request.param.replace(":", "-")) / "tree"
+    extra = ("-e", f"gpudirect_rdma_nic_policy_model={model}") if model else ()
+    return request.param, tree, render(run_playbook, inventory, tree, *extra)
 
 
 def test_render_is_built_by_kustomize_and_accepted_by_the_server(
@@ -126,7 +136,7 @@ OPERATOR_KINDS = ("Namespace", "OperatorGroup", "Subscription")
 OPERAND_ORDER = (
     ("NodeFeatureDiscovery", "SriovOperatorConfig"),
     ("NicClusterPolicy",),
-    ("MachineConfig",),
+    ("NicNodePolicy", "MachineConfig"),
     ("ClusterPolicy",),
 )
 METHOD_FOLDERS = ("shared-device", "host-device", "sriov-legacy")
@@ -152,7 +162,8 @@ def without_argocd(obj: dict) -> dict:
 def test_argocd_sync_waves_order_the_tree_and_leave_the_objects_as_site_applies_them(
     rendered, control_plane
 ):
-    inventory, tree, _result = rendered
+    case, tree, _result = rendered
+    inventory, _, model = case.partition(":")
     built = build(control_plane, tree)
     waves: dict[str, list[int]] = {"operators": [], "operands": [], "method": []}
     operand_waves = {}
@@ -181,11 +192,13 @@ def test_argocd_sync_waves_order_the_tree_and_leave_the_objects_as_site_applies_
         wave for step in OPERAND_ORDER for kind in step for wave in operand_waves.get(kind, ())
     ]
     assert order == sorted(order), f"operand waves out of site.yml's order: {operand_waves}"
-    assert max(operand_waves["NicClusterPolicy"]) < min(operand_waves["ClusterPolicy"]), (
+    network = operand_waves.get("NicNodePolicy") or operand_waves["NicClusterPolicy"]
+    assert max(network) < min(operand_waves["ClusterPolicy"]), (
         "the GPU driver comes after the network driver"
     )
 
-    expected = objects_filter(build_plan(inputs(inventory)))
+    given = {**inputs(inventory), **({"nic_policy_model": model} if model else {})}
+    expected = objects_filter(build_plan(given))
     assert {key(o): without_argocd(o) for o in built} == {key(o): o for o in expected}
     for path in tree.rglob("*.yaml"):
         if path.name != "kustomization.yaml":

@@ -78,9 +78,9 @@ def list_all(custom, group, version, plural):
     return custom.list_cluster_custom_object(group, version, plural)["items"]
 
 
-# multi-rail-hgx converges under molecule (molecule/default), the same way, with the same checks
+# node-groups converges under molecule (molecule/default), the same way, with the same checks
 # (molecule/shared/verify.yml): each configuration is converged once.
-CONVERGED_HERE = [name for name in NAMES if name != "multi-rail-hgx"]
+CONVERGED_HERE = [name for name in NAMES if name != "node-groups"]
 
 
 def node_sections(group: dict) -> set[str]:

@@ -1,4 +1,5 @@
-"""uninstall.yml on the local control plane: after each of the six configurations it leaves
+"""uninstall.yml on the local control plane: after each of the six configurations (and the two
+node groups of inventories/node-groups) it leaves
 none of the collection's objects (nor the CSVs its Subscriptions installed), keeps a user's
 objects of every same kind, removes in reverse order, writes nothing in check mode and nothing
 on a second run."""
@@ -8,7 +9,7 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from kubernetes import dynamic
+from kubernetes import client, dynamic
 from kubernetes.dynamic.exceptions import ConflictError, NotFoundError
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import managed_kinds
@@ -25,6 +26,7 @@ CONFIGURATIONS = [
     "host-device-roce",
     "host-device-infiniband",
     "sriov-legacy-roce",
+    "node-groups",
     "sriov-legacy-infiniband",
 ]
 USER_NAMESPACE = "team-rdma"
@@ -128,6 +130,12 @@ def user_objects() -> list[dict]:
             "NicClusterPolicy",
             "team-nic-cluster-policy",
             spec={},
+        ),
+        obj(
+            "mellanox.com/v1alpha1",
+            "NicNodePolicy",
+            "team-nic-node-policy",
+            spec={"nodeSelector": {"example.com/team-pool": "none-yet"}},
         ),
         obj(
             "sriovnetwork.openshift.io/v1",
@@ -285,6 +293,19 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
         i for i, r in enumerate(order) if r.endswith("networks") or r == "sriovnetworknodepolicies"
     ), order
     assert order.index("clusterpolicies") < order.index("nicclusterpolicies"), order
+    if "node-groups" in inventory:
+        # The NicNodePolicies go after the networks that use their device plugins and before
+        # the NicClusterPolicy.
+        first = order.index("nicnodepolicies")
+        assert order.count("nicnodepolicies") == 2, order
+        assert first > max(i for i, r in enumerate(order) if r.endswith("networks")), order
+        assert first < order.index("nicclusterpolicies"), order
+    # With the Network Operator's CSV gone, OLM removed the webhooks it had registered for it.
+    registered = client.AdmissionregistrationV1Api(harness).list_validating_webhook_configuration
+    wait_for(
+        lambda: registered(label_selector="olm.owner.kind=ClusterServiceVersion").items == [],
+        what="the CSV's webhooks unregistered",
+    )
     assert order.index("subscriptions") > order.index("nodefeaturediscoveries"), order
     assert order.index("clusterserviceversions") > order.index("subscriptions"), order
     assert order.index("namespaces") == len(order) - len(OPERATOR_NAMESPACES), order

@@ -132,6 +132,27 @@ def test_eight_rails_eight_pairs(run_playbook, harness, core, tmp_path):
     assert verify_pods_left(core) == []
 
 
+def test_each_node_group_is_tested_between_two_of_its_own_nodes(
+    run_playbook, harness, core, tmp_path
+):
+    nodes_for(harness, "node-groups")
+    site(run_playbook, "node-groups")
+    result = verify(run_playbook, "node-groups", tmp_path)
+    assert recap(result.stdout)["failed"] == 0, result.stdout[-3000:]
+    report = json.loads((tmp_path / "verify-report.json").read_text())
+    assert report["passed"] is True
+    seen = [(p["group"], p["server_node"], p["client_node"], p["network"]) for p in report["pairs"]]
+    assert seen == [
+        ("a100", "worker-a100-0", "worker-a100-1", f"rdmashared-net-a100-rail{i}") for i in range(4)
+    ] + [
+        ("h100", "worker-h100-0", "worker-h100-1", f"example-ipoibnetwork-h100-rail{i}")
+        for i in range(8)
+    ]
+    assert {p["link_type"] for p in report["pairs"] if p["group"] == "h100"} == {"IB"}
+    assert "group rail" in result.stdout
+    assert verify_pods_left(core) == []
+
+
 def test_too_few_nodes_is_a_clear_error(run_playbook, harness, tmp_path):
     nodes_for(harness, "shared-device-roce")
     result = verify(
@@ -148,15 +169,18 @@ def test_too_few_nodes_is_a_clear_error(run_playbook, harness, tmp_path):
     )
 
 
-@pytest.mark.parametrize("inventory", NAMES)
-def test_the_test_pods_of_every_configuration_are_accepted(inventory, control_plane):
+@pytest.mark.parametrize(
+    ("inventory", "group"),
+    [(name, g["name"]) for name in NAMES for g in build_plan(inputs(name))["groups"]],
+)
+def test_the_test_pods_of_every_configuration_are_accepted(inventory, group, control_plane):
     plan = build_plan(inputs(inventory))
-    servers = verify_pods(plan, role="server", node="worker-0")
+    servers = verify_pods(plan, role="server", node="worker-0", group=group)
     for index, pod in enumerate(servers):
         pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/network-status"] = json.dumps(
             [{"interface": "net1", "ips": [f"10.0.{index}.1"]}]
         )
-    clients = verify_pods(plan, role="client", node="worker-1", servers=servers)
+    clients = verify_pods(plan, role="client", node="worker-1", servers=servers, group=group)
     pods = dynamic.DynamicClient(api_client(control_plane.harness_kubeconfig)).resources.get(
         api_version="v1", kind="Pod"
     )

@@ -46,6 +46,13 @@ def main(argv: list[str] | None = None) -> int:
         "--no-nfd-labels", action="store_true", help="leave the NFD labels off (as before NFD runs)"
     )
     nodes.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a label beside the usual ones (repeat for more), e.g. a node group's selector",
+    )
+    nodes.add_argument(
         "--replace", action="store_true", help="remove the fake nodes registered before"
     )
     knobs = commands.add_parser("knobs", help="set the knobs (YAML or JSON mapping)")
@@ -113,12 +120,19 @@ def _command(args, client: k8s.ApiClient) -> int:
         )
         if args.replace:
             remove_nodes(client)
+        labels = {}
+        for given in args.label:
+            key, equals, value = given.partition("=")
+            if not key or not equals:
+                raise UserError(f"--label {given!r}: expected KEY=VALUE")
+            labels[key] = value
         names = register_nodes(
             client,
             args.count,
             prefix=args.prefix,
             hardware=hardware,
             nfd_labels=not args.no_nfd_labels,
+            labels=labels or None,
         )
         print("nodes: " + ", ".join(names))
         return 0

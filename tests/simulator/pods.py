@@ -216,6 +216,16 @@ def _pod_status(pod: dict, phase: str, state: dict, stamp: str, **extra) -> dict
     }
 
 
+def _pairing(pod: dict) -> tuple:
+    """What pairs a server with its client: the namespace, the node group and the rail."""
+    labels = pod["metadata"].get("labels") or {}
+    return (
+        pod["metadata"]["namespace"],
+        labels.get("gpudirect.rdma/node-group"),
+        labels.get("gpudirect.rdma/rail"),
+    )
+
+
 class Pods:
     name = "pods"
 
@@ -232,10 +242,7 @@ class Pods:
             world.core.list_pod_for_all_namespaces()
         )["items"]
         finished_clients = {
-            (
-                p["metadata"]["namespace"],
-                (p["metadata"].get("labels") or {}).get("gpudirect.rdma/rail"),
-            )
+            _pairing(p)
             for p in pods
             if _env(p).get("ROLE") == "client"
             and (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
@@ -243,16 +250,21 @@ class Pods:
         for pod in pods:
             if pod["spec"].get("nodeName") not in nodes:
                 continue
+            if pod["metadata"].get("deletionTimestamp"):
+                # The kubelet stops the containers and removes the pod from the API server.
+                world.core.delete_namespaced_pod(
+                    pod["metadata"]["name"], pod["metadata"]["namespace"], grace_period_seconds=0
+                )
+                continue
             phase = (pod.get("status") or {}).get("phase")
             if phase in (None, "Pending"):
                 self._start(world, pod, nodes[pod["spec"]["nodeName"]])
             elif phase == "Running":
                 env = _env(pod)
-                rail = (pod["metadata"].get("labels") or {}).get("gpudirect.rdma/rail")
                 done = (
                     self.gate.due(pod["metadata"]["uid"], "run", world.knobs["delay_seconds"] + 1)
                     if env.get("ROLE") == "client"
-                    else (pod["metadata"]["namespace"], rail) in finished_clients
+                    else _pairing(pod) in finished_clients
                 )
                 if done and env.get("ROLE") in ("client", "server"):
                     self._finish(world, pod, nodes[pod["spec"]["nodeName"]], env)

@@ -19,7 +19,8 @@ def inputs(name: str) -> dict:
 
 
 def bandwidth_pods(plan: dict) -> list[dict]:
-    """The verify role's server pods on one node, with the role's default settings."""
+    """The verify role's server pods on one node (of the first node group), with the role's
+    default settings."""
     defaults = yaml.safe_load(
         (REPO_ROOT / "roles" / "verify" / "defaults" / "main.yml").read_text()
     )
@@ -27,4 +28,6 @@ def bandwidth_pods(plan: dict) -> list[dict]:
         key: defaults[f"verify_{key}"]
         for key in ("image", "perftest", "size", "qps", "duration", "port")
     }
-    return verify.server_pods(plan, "worker-0", settings)
+    return verify.server_pods(
+        verify.group_view(plan, plan["groups"][0]["name"]), "worker-0", settings
+    )

@@ -125,6 +125,15 @@ def groups(inputs: Inputs, default_driver: str) -> list[dict]:
     entries = _entries(inputs)
     if not entries:
         return [_group(inputs, None, default_driver)]
+    if inputs["interfaces"] is not None and all("interfaces" in e for e in entries):
+        # Never silently unused (an AAP survey's answer, say).
+        raise PlanError(
+            inputs.name("interfaces"),
+            inputs["interfaces"],
+            f"no value: every group of {inputs.name('node_groups')} names its own interfaces, "
+            "so this one would be used by none (the AAP surveys, which ask for it, are for "
+            "inventories without node groups)",
+        )
     result = []
     for index, entry in enumerate(entries):
         where = f"{inputs.name('node_groups')}[{index}]"

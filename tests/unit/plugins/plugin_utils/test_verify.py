@@ -34,15 +34,19 @@ def log(name):
     return (FIXTURES / f"{name}.txt").read_text()
 
 
-@pytest.mark.parametrize("inventory", NAMES)
-def test_pods_ask_for_a_gpu_the_rails_resource_and_network(inventory):
+@pytest.mark.parametrize(
+    ("inventory", "group"),
+    [(name, g["name"]) for name in NAMES for g in build_plan(inputs(name))["groups"]],
+)
+def test_pods_ask_for_a_gpu_the_rails_resource_and_network(inventory, group):
     plan = build_plan(inputs(inventory))
-    servers = verify_pods(plan, role="server", node="worker-0")
-    addresses = [f"10.0.{i}.1" for i in range(len(plan["rails"]))]
+    rails = next(g for g in plan["groups"] if g["name"] == group)["rails"]
+    servers = verify_pods(plan, role="server", node="worker-0", group=group)
+    addresses = [f"10.0.{i}.1" for i in range(len(rails))]
     running = [with_address(pod, address) for pod, address in zip(servers, addresses, strict=True)]
-    clients = verify_pods(plan, role="client", node="worker-1", servers=running)
-    assert len(servers) == len(clients) == len(plan["rails"])
-    for rail, server, client in zip(plan["rails"], servers, clients, strict=True):
+    clients = verify_pods(plan, role="client", node="worker-1", servers=running, group=group)
+    assert len(servers) == len(clients) == len(rails)
+    for rail, server, client in zip(rails, servers, clients, strict=True):
         for pod, node in ((server, "worker-0"), (client, "worker-1")):
             (container,) = pod["spec"]["containers"]
             assert pod["metadata"]["namespace"] == plan["network_namespace"]
@@ -84,9 +88,7 @@ def run(server="roce_dmabuf_server", client="roce_dmabuf_client"):
 
 
 def judge(logs, plan, min_gbps):
-    return verify_report(
-        logs, plan=plan, server_node="worker-0", client_node="worker-1", min_gbps=min_gbps
-    )
+    return verify_report(logs, plan=plan, pairs=[["worker-0", "worker-1"]], min_gbps=min_gbps)
 
 
 def test_a_good_run_passes_with_its_numbers():
@@ -185,3 +187,55 @@ def test_eligible_nodes_need_a_gpu_every_rail_and_no_cordon():
             "d": "advertises no rdma/rdma_shared_device_eth",
         },
     }
+
+
+# -- node groups: each group between two of its nodes, one report ---------------------------------
+
+
+def test_with_node_groups_the_pods_carry_the_group_and_a_group_must_be_named():
+    plan = build_plan(inputs("node-groups"))
+    pods = verify_pods(plan, role="server", node="worker-h100-0", group="h100")
+    assert [p["metadata"]["name"] for p in pods][:2] == [
+        "gpudirect-rdma-verify-h100-server-rail0",
+        "gpudirect-rdma-verify-h100-server-rail1",
+    ]
+    assert {p["metadata"]["labels"]["gpudirect.rdma/node-group"] for p in pods} == {"h100"}
+    assert {p["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] for p in pods} == {
+        f"example-ipoibnetwork-h100-rail{i}" for i in range(8)
+    }
+    with pytest.raises(
+        AnsibleFilterError,
+        match=r"group: expected one of the plan's node groups \(a100, h100\); got None",
+    ):
+        verify_pods(plan, role="server", node="n")
+    with pytest.raises(AnsibleFilterError, match="got 'b200'"):
+        verify_pods(plan, role="server", node="n", group="b200")
+
+
+def test_a_report_over_two_groups_names_each_pair_by_group():
+    plan = build_plan(inputs("node-groups"))
+    logs = {}
+    for group, rails, server, client in (
+        ("a100", 4, "roce_dmabuf_server", "roce_dmabuf_client"),
+        ("h100", 8, "ib_dmabuf_server", "roce_dmabuf_client"),
+    ):
+        for rail in range(rails):
+            logs[f"gpudirect-rdma-verify-{group}-server-rail{rail}"] = log(server)
+            logs[f"gpudirect-rdma-verify-{group}-client-rail{rail}"] = log(client)
+    del logs["gpudirect-rdma-verify-h100-client-rail7"]
+    pairs = [["worker-a100-0", "worker-a100-1"], ["worker-h100-0", "worker-h100-1"]]
+    result = verify_report(logs, plan=plan, pairs=pairs, min_gbps=100)
+    assert len(result["pairs"]) == 12
+    assert [(p["group"], p["rail"], p["server_node"]) for p in result["pairs"]][3:5] == [
+        ("a100", 3, "worker-a100-0"),
+        ("h100", 0, "worker-h100-0"),
+    ]
+    assert result["passed"] is False
+    assert [p["group"] + str(p["rail"]) for p in result["pairs"] if not p["passed"]] == ["h1007"]
+    assert result["table"][0].startswith("group rail ")
+    assert result["table"][5].startswith("h100  0    worker-h100-0 -> worker-h100-1")
+    with pytest.raises(
+        AnsibleFilterError,
+        match=r"pairs: expected \[server node, client node\] for each of the 2 node group\(s\)",
+    ):
+        verify_report(logs, plan=plan, pairs=pairs[:1], min_gbps=100)
