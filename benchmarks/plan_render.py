@@ -66,10 +66,18 @@ def fit(nodes: int, rails: int) -> tuple[int, int, list[str]]:
     return rails, named, notes
 
 
+def _interfaces(rails: int, group: int) -> list[str]:
+    """The rails' names: RoCE ens<N>f0np0, and ibp<N>s0 for the InfiniBand groups (the odd ones)."""
+    return [f"ibp{i + 1}s0" if group % 2 else f"ens{i + 1}f0np0" for i in range(rails)]
+
+
 def inputs(nodes: int, rails: int, groups: int = 1) -> dict:
-    interfaces = [f"ens{i + 1}f0np0" for i in range(rails)]
+    interfaces = _interfaces(rails, 0)
     names = [
-        {"mac": f"b8:3f:d2:{n >> 8 & 0xFF:02x}:{n & 0xFF:02x}:{r:02x}", "name": interfaces[r]}
+        {
+            "mac": f"b8:3f:d2:{n >> 8 & 0xFF:02x}:{n & 0xFF:02x}:{r:02x}",
+            "name": _interfaces(rails, n * groups // nodes)[r],
+        }
         for n in range(nodes)
         for r in range(rails)
     ]
@@ -83,12 +91,13 @@ def inputs(nodes: int, rails: int, groups: int = 1) -> dict:
         "blacklist_irdma": True,
     }
     if groups > 1:
-        # Every group on its own labels and range; the odd ones on InfiniBand with other names.
+        # Every group on its own labels, rails and range; the odd ones on InfiniBand.
+        del case["interfaces"]
         case["node_groups"] = [
             {
                 "name": f"pool{g}",
                 "node_selector": {"gpudirect.example.com/pool": f"pool{g}"},
-                "interfaces": [f"ibp{i + 1}s0" for i in range(rails)] if g % 2 else interfaces,
+                "interfaces": _interfaces(rails, g),
                 **({"fabric": "infiniband", "mtu": 4092} if g % 2 else {}),
                 "ipam_range": f"10.{101 + g}.0.0/16",
             }
@@ -215,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
         else ((1, 1, 1), (1000, 1, 1), (1000, 8, 1), (1000, 64, 1), (1000, 8, 4))
     )
     print(
-        f"{'case (/ groups)':<24}{'objects':>8}{'udev rules':>12}{'tree bytes':>12}"
+        f"{'case (/ groups)':<36}{'objects':>8}{'udev rules':>12}{'tree bytes':>12}"
         f"{'largest obj':>13}"
         f"{'engine ms':>11}{'engine MiB':>12}{'render.yml s':>14}{'render MiB':>12}"
         f"{'as JSON s':>11}{'1 task s':>10}"
@@ -252,8 +261,9 @@ def main(argv: list[str] | None = None) -> None:
                 "one_task_same_inventory_seconds": round(alone, 2),
             }
         )
+        label = f"{nodes} node(s) x {rails} rail(s)" + (f" / {groups} groups" if groups > 1 else "")
         print(
-            f"{f'{nodes} node(s) x {rails} rail(s)' + (f' / {groups}' if groups > 1 else ''):<24}"
+            f"{label:<36}"
             f"{measured['objects']:>8}{named * rails:>12}"
             f"{measured['tree_bytes']:>12}{measured['largest_object_bytes']:>13}"
             f"{measured['engine_ms']:>11.1f}{measured['engine_peak_rss_mib']:>12.1f}"

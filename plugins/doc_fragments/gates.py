@@ -71,6 +71,12 @@ options:
         type: list
         elements: raw
         default: []
+      detail:
+        description:
+          - A JMESPath expression over an object not ready, whose result the message shows beside
+            the value at O(gates[].path) (empty results left out), e.g. the first failing
+            C(status.appliedStates) entry of a NicNodePolicy.
+        type: str
       hint:
         description: Where to look when the gate is not reached, appended to the message.
         type: str

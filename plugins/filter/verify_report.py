@@ -53,9 +53,9 @@ _value:
       description: Every pair passed.
       type: bool
     pairs:
-      description: Per rail (of each node group, named by C(group) when there are several), the nodes, the client's numbers (C(bw_average_gbps), C(bw_peak_gbps),
-        C(msg_rate_mpps), C(device), C(link_type), C(gid_index), C(gpu_memory)),
-        C(passed) and C(problems).
+      description: Per rail (of each node group, named by C(group) when there are several), the
+        nodes, the client's numbers (C(bw_average_gbps), C(bw_peak_gbps), C(msg_rate_mpps),
+        C(device), C(link_type), C(gid_index), C(gpu_memory)), C(passed) and C(problems).
       type: list
       elements: dict
     table:

@@ -19,6 +19,7 @@ description:
     node policies of any method, then, when node policies went, the SR-IOV node states synced
     again, their VFs removed); C(gpu-operator) (ClusterPolicy); C(machine-config) (MachineConfig,
     then every MachineConfigPool rendered without them and updated: their nodes reboot);
+    C(nic-node-policies) (the node groups' NicNodePolicies);
     C(network-operator) (NicClusterPolicy and the registry pull Secret);
     C(sriov-network-operator) (SriovOperatorConfig); C(nfd) (NodeFeatureDiscovery);
     C(operators) (for each operator in the same order: its Subscription, then the
@@ -49,8 +50,8 @@ options:
     type: list
     elements: str
     required: true
-    choices: [operands, test-pods, method, gpu-operator, machine-config, network-operator,
-              sriov-network-operator, nfd, operators, namespaces]
+    choices: [operands, test-pods, method, gpu-operator, machine-config, nic-node-policies,
+              network-operator, sriov-network-operator, nfd, operators, namespaces]
   label_selector:
     description: Only objects that also match this selector (e.g. C(gpudirect.rdma/component=nfd)).
     type: str

@@ -102,7 +102,7 @@ CASES = [*NAMES, *(f"{n}:node" for n in SINGLE_GROUP)]
 @pytest.fixture(scope="module", params=CASES)
 def rendered(request, run_playbook, tmp_path_factory):
     """Each case rendered once by render.yml: (inventory, tree, playbook result)."""
-    inventory, _, model = request.param.partition(":")
+    inventory, _colon, model = request.param.partition(":")
     tree = tmp_path_factory.mktemp(request.param.replace(":", "-")) / "tree"
     extra = ("-e", f"gpudirect_rdma_nic_policy_model={model}") if model else ()
     return request.param, tree, render(run_playbook, inventory, tree, *extra)
@@ -163,7 +163,7 @@ def test_argocd_sync_waves_order_the_tree_and_leave_the_objects_as_site_applies_
     rendered, control_plane
 ):
     case, tree, _result = rendered
-    inventory, _, model = case.partition(":")
+    inventory, _colon, model = case.partition(":")
     built = build(control_plane, tree)
     waves: dict[str, list[int]] = {"operators": [], "operands": [], "method": []}
     operand_waves = {}
