@@ -615,6 +615,20 @@ def _check_nic_policies(objects: list[dict], facts: Facts) -> list[dict]:
                         "or remove that NicNodePolicy",
                     )
                 )
+    live = facts.nic_cluster_policy
+    if cluster is None and live is not None and not owned_by_collection(live):
+        both = [s for s in _sections(live) if any(s in _sections(p) for p in planned)]
+        if both:
+            found.append(
+                finding(
+                    "nic-policies",
+                    "error",
+                    f"NicClusterPolicy {NIC_CLUSTER_POLICY_NAME} (not the collection's) defines "
+                    f"{', '.join(both)}, which the planned NicNodePolicies define too: the Network "
+                    "Operator refuses a section in both kinds. Remove those sections from it (or "
+                    "the policy), or set gpudirect_rdma_nic_policy_model: cluster",
+                )
+            )
     found += _model_switch(cluster, planned, names, facts)
     if not found:
         found.append(finding("nic-policies", "ok", "no section or node has two NIC policies"))

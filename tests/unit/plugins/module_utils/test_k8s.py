@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+    Applier,
+    Refused,
     contains,
     decide,
     stale_fields,
@@ -599,3 +601,50 @@ def test_a_group_served_since_the_cache_was_written_is_found():
     # A kind missing from a served group is still not served (the lookup says so).
     with pytest.raises(NotServed):
         cluster.resource("nvidia.com/v1", "NVIDIADriver")
+
+
+class AdmissionRefusal(Exception):
+    """What the client raises when an admission webhook denies a request (403)."""
+
+    status = 403
+    reason = "Forbidden"
+    body = (
+        '{"kind":"Status","message":"admission webhook \\"vnicnodepolicy.kb.io\\" denied the '
+        "request: NicClusterPolicy already defines ofedDriver; NicNodePolicy 'a100' cannot also "
+        'define it","reason":"Forbidden","code":403}'
+    )
+
+
+class Admitting:
+    """A cluster whose admission refuses every apply of the NicNodePolicy kind."""
+
+    def __init__(self):
+        self.applied = []
+
+    def get(self, api_version, kind, name, namespace=None):
+        return None
+
+    def apply(self, obj, dry_run=False):
+        if obj["kind"] == "NicNodePolicy":
+            raise AdmissionRefusal()
+        self.applied.append((obj["kind"], dry_run))
+        return obj
+
+
+NODE_POLICY = {**DESIRED, "kind": "NicNodePolicy", "metadata": {"name": "a100"}}
+
+
+def test_an_admission_refusal_in_check_mode_is_reported_on_the_object_not_fatal():
+    applier = Applier(Admitting(), check_mode=True)
+    applier.apply([DESIRED, NODE_POLICY])
+    assert [r["action"] for r in applier.results] == ["created", "created"]
+    (reason,) = applier.results[1]["reasons"]
+    assert reason.startswith(
+        "an admission webhook refuses the dry run against the cluster as it is now, before the "
+        'changes the run makes first (admission webhook "vnicnodepolicy.kb.io" denied the request'
+    )
+
+
+def test_an_admission_refusal_of_a_real_apply_fails_naming_the_object():
+    with pytest.raises(Refused, match=r"the API server refused NicNodePolicy a100: 403 Forbidden"):
+        Applier(Admitting(), check_mode=False).apply([NODE_POLICY])

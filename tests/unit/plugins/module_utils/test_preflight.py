@@ -546,3 +546,16 @@ def test_policies_that_go_from_nodes_no_longer_labelled_reload_no_driver():
         "first, then NicClusterPolicy nic-cluster-policy takes ofedDriver; no node is selected "
         "by the policies that go, so no driver reloads"
     ]
+
+
+def test_a_foreign_nic_cluster_policy_with_a_section_the_nic_node_policies_plan_is_an_error():
+    plan = plan_of("sriov-legacy-roce", nic_policy_model="node")
+    facts = healthy(plan)
+    facts.nic_cluster_policy = _node_policy("nic-cluster-policy", {"ofedDriver": {"version": "1"}})
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == [
+        "nic-policies: NicClusterPolicy nic-cluster-policy (not the collection's) defines "
+        "ofedDriver, which the planned NicNodePolicies define too: the Network Operator refuses a "
+        "section in both kinds. Remove those sections from it (or the policy), or set "
+        "gpudirect_rdma_nic_policy_model: cluster"
+    ]
