@@ -300,10 +300,12 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
         assert order.count("nicnodepolicies") == 2, order
         assert first > max(i for i, r in enumerate(order) if r.endswith("networks")), order
         assert first < order.index("nicclusterpolicies"), order
-    # With the Network Operator's CSV gone, OLM removed the webhooks it had registered for it.
+    # With the Network Operator's CSV gone, OLM removed the webhooks it had registered for it
+    # (a CSV another test installed in a namespace of its own keeps its own).
     registered = client.AdmissionregistrationV1Api(harness).list_validating_webhook_configuration
+    ours = "olm.owner.kind=ClusterServiceVersion,olm.owner.namespace=nvidia-network-operator"
     wait_for(
-        lambda: registered(label_selector="olm.owner.kind=ClusterServiceVersion").items == [],
+        lambda: registered(label_selector=ours).items == [],
         what="the CSV's webhooks unregistered",
     )
     assert order.index("subscriptions") > order.index("nodefeaturediscoveries"), order
