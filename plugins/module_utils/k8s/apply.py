@@ -176,6 +176,11 @@ class ForeignObjects(Exception):
         )
 
 
+def _by_admission(error) -> bool:
+    """A refusal by an admission webhook's rule (403, as an RBAC refusal is, but in its words)."""
+    return getattr(error, "status", None) == 403 and "admission webhook" in _server_message(error)
+
+
 class Refused(Exception):
     """The API server refuses an object (its CRD schema, an admission webhook, a conflict):
     which object, and the server's own words, which name the field."""
@@ -187,7 +192,7 @@ class Refused(Exception):
         self.server_message = _server_message(error)
         # An admission webhook judges against the cluster as it is: in a dry run, before the
         # changes the run would make first.
-        self.by_admission = self.http_status == 403 and "admission webhook" in self.server_message
+        self.by_admission = _by_admission(error)
         what = "would refuse" if dry_run else "refused"
         super().__init__(
             f"the API server {what} {self.object}: {self.http_status} "
@@ -323,10 +328,7 @@ class Applier:
             # 422: the CRD schema's validation; 500: the server could not make the object into
             # its schema's types ("failed to create typed patch object") or a webhook failed;
             # 403 from an admission webhook: its rule (an RBAC refusal stays Forbidden).
-            status = getattr(error, "status", None)
-            if status in (400, 404, 409, 422, 500) or (
-                status == 403 and "admission webhook" in _server_message(error)
-            ):
+            if getattr(error, "status", None) in (400, 404, 409, 422, 500) or _by_admission(error):
                 raise Refused(obj, error, self.check_mode) from None
             raise
 

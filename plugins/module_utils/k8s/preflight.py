@@ -285,12 +285,14 @@ def _check_olm(facts: Facts) -> list[dict]:
     return found
 
 
-def _selected(plan: dict, facts) -> list[dict]:
-    """The nodes (of facts, or a {"nodes": [...]}) the plan's node selector matches."""
-    nodes = facts["nodes"] if isinstance(facts, dict) else facts.nodes
-    return [
-        n for n in nodes if all(n["labels"].get(k) == v for k, v in plan["node_selector"].items())
-    ]
+def _matching(selector: dict, nodes: list[dict]) -> list[dict]:
+    """The nodes ({"name", "labels"}) a node selector matches (an empty one matches all)."""
+    return [n for n in nodes if all(n["labels"].get(k) == v for k, v in selector.items())]
+
+
+def _selected(plan: dict, facts: Facts) -> list[dict]:
+    """The nodes the plan's (or a group view's) node selector matches."""
+    return _matching(plan["node_selector"], facts.nodes)
 
 
 def _nfd_labelled(facts: Facts) -> bool:
@@ -326,7 +328,7 @@ def _overlaps(plan: dict, facts: Facts) -> list[dict]:
     SR-IOV policies): the Network Operator's webhook refuses the second policy."""
     found = []
     for node in facts.nodes:
-        groups = [v["name"] for v in group_plans(plan) if _selected(v, {"nodes": [node]})]
+        groups = [v["name"] for v in group_plans(plan) if _matching(v["node_selector"], [node])]
         if len(groups) > 1:
             found.append(
                 finding(
@@ -567,9 +569,7 @@ def _sections(obj: dict | None) -> list[str]:
 
 def _nodes_of(policy: dict, facts: Facts) -> list[str]:
     selector = (policy.get("spec") or {}).get("nodeSelector") or {}
-    return [
-        n["name"] for n in facts.nodes if all(n["labels"].get(k) == v for k, v in selector.items())
-    ]
+    return [n["name"] for n in _matching(selector, facts.nodes)]
 
 
 def _names(kind: str, policies: list[dict]) -> str:
