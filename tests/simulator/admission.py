@@ -30,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.simulator.core import selector_matches
+
 log = logging.getLogger("simulator.admission")
 
 SHARED_SECTIONS = ("ofedDriver", "rdmaSharedDevicePlugin", "sriovDevicePlugin")
@@ -50,8 +52,20 @@ class CannotList(Exception):
     """A read the webhook needs failed: it admits, as upstream does."""
 
 
-def selects(selector: dict | None, labels: dict) -> bool:
-    return all(labels.get(key) == value for key, value in (selector or {}).items())
+def node_overlap(name: str, selectors: dict, node_labels: dict) -> str | None:
+    """The operator's overlap rule (pkg/policyoverlap), which its webhook and its controller
+    share: the first node (by name) that the named NicNodePolicy and another select, in the
+    operator's words. selectors: policy name -> nodeSelector; node_labels: node -> labels."""
+    for node, labels in sorted(node_labels.items()):
+        selecting = sorted(
+            n for n, selector in selectors.items() if selector_matches(selector, labels)
+        )
+        if name in selecting and len(selecting) > 1:
+            return (
+                f'node selector overlap detected: node "{node}" is selected by policies: '
+                f"[{', '.join(selecting)}]"
+            )
+    return None
 
 
 class Cluster:
@@ -103,19 +117,12 @@ def review_nic_node_policy(policy: dict, cluster: Cluster) -> str | None:
                     f"NicClusterPolicy already defines {section}; NicNodePolicy {name!r} "
                     "cannot also define it"
                 )
-    others = {
+    selectors = {
         p["metadata"]["name"]: (p.get("spec") or {}).get("nodeSelector")
         for p in cluster.policies("nicnodepolicies")
     }
-    others[name] = spec.get("nodeSelector")
-    for node, labels in sorted(cluster.node_labels().items()):
-        selecting = sorted(n for n, selector in others.items() if selects(selector, labels))
-        if name in selecting and len(selecting) > 1:
-            return (
-                f'node selector overlap detected: node "{node}" is selected by policies: '
-                f"[{', '.join(selecting)}]"
-            )
-    return None
+    selectors[name] = spec.get("nodeSelector")  # the incoming spec in place of the stored one
+    return node_overlap(name, selectors, cluster.node_labels())
 
 
 def review_nic_cluster_policy(policy: dict, cluster: Cluster) -> str | None:

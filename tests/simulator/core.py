@@ -59,6 +59,11 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def selector_matches(selector: dict | None, labels: dict) -> bool:
+    """A node selector matches these labels (an empty or missing one matches all)."""
+    return all(labels.get(key) == value for key, value in (selector or {}).items())
+
+
 def merge(base: dict, override: dict) -> dict:
     """A new dict: base with override laid over it, nested dicts merged, not replaced."""
     merged = dict(base)

@@ -28,7 +28,15 @@ import time
 
 from kubernetes.client.rest import ApiException
 
-from tests.simulator.core import DelayGate, World, create_if_absent, now, replace_status
+from tests.simulator.admission import node_overlap
+from tests.simulator.core import (
+    DelayGate,
+    World,
+    create_if_absent,
+    now,
+    replace_status,
+    selector_matches,
+)
 from tests.simulator.nodes import HARDWARE_ANNOTATION, NFD_GPU_NIC_LABELS, node_status
 
 SOURCE_ANNOTATION = "simulator.gpudirect.rdma/source"
@@ -153,12 +161,6 @@ class NetworkOperator(_ReadyAfterDelay):
         return {"state": state, "appliedStates": applied}
 
 
-def selects(selector: dict | None, node: dict) -> bool:
-    """A nodeSelector matches the node (an empty one matches every node)."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    return all(labels.get(key) == value for key, value in (selector or {}).items())
-
-
 # A NicNodePolicy always runs these three states; a section it leaves out is `ignore`.
 NNP_STATES = (
     ("state-OFED", "ofedDriver"),
@@ -184,10 +186,14 @@ class NicNodePolicies:
             return
         nodes = world.api_client.sanitize_for_serialization(world.core.list_node())["items"]
         held = set((world.knobs.get("nic_node_policies") or {}).get("not_ready") or [])
+        selectors = {
+            p["metadata"]["name"]: (p.get("spec") or {}).get("nodeSelector") for p in policies
+        }
+        node_labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in nodes}
         for policy in policies:
             name = policy["metadata"]["name"]
             spec = policy.get("spec") or {}
-            overlap = self._overlap(policy, policies, nodes)
+            overlap = node_overlap(name, selectors, node_labels)
             if overlap:
                 status = {"state": "error", "reason": overlap, "appliedStates": []}
             else:
@@ -213,23 +219,6 @@ class NicNodePolicies:
                 ready = all(a["state"] in ("ready", "ignore") for a in applied)
                 status = {"state": "ready" if ready else "notReady", "appliedStates": applied}
             _set_status(world, "mellanox.com", "v1alpha1", "nicnodepolicies", policy, status)
-
-    @staticmethod
-    def _overlap(policy: dict, policies: list[dict], nodes: list[dict]) -> str | None:
-        for node in nodes:
-            if not selects(policy["spec"].get("nodeSelector"), node):
-                continue
-            names = sorted(
-                p["metadata"]["name"]
-                for p in policies
-                if selects((p.get("spec") or {}).get("nodeSelector"), node)
-            )
-            if len(names) > 1:
-                return (
-                    f'node selector overlap detected: node "{node["metadata"]["name"]}" is '
-                    f"selected by policies: [{', '.join(names)}]"
-                )
-        return None
 
 
 class GpuOperator(_ReadyAfterDelay):
@@ -316,10 +305,6 @@ class Networks:
             )
 
 
-def _selector_matches(selector: dict, labels: dict) -> bool:
-    return all(labels.get(k) == v for k, v in (selector or {}).items())
-
-
 def _pf_name(entry: str) -> str:
     return entry.split("#", 1)[0]
 
@@ -351,7 +336,7 @@ class SriovOperator:
             hardware = hardware_of(node)
             labels = node["metadata"].get("labels") or {}
             matching = [
-                p for p in policies if _selector_matches(p["spec"].get("nodeSelector"), labels)
+                p for p in policies if selector_matches(p["spec"].get("nodeSelector"), labels)
             ]
             interfaces = []
             for nic in hardware["nics"]:
@@ -604,8 +589,9 @@ class Kubelet:
             if ncp is not None:
                 resources.update(self._network_operator(ncp["spec"], hardware))
             # The device plugins of the node's NicNodePolicy, with or without a NicClusterPolicy.
+            labels = node["metadata"].get("labels") or {}
             for policy in node_policies:
-                if selects(policy["spec"].get("nodeSelector"), node):
+                if selector_matches(policy["spec"].get("nodeSelector"), labels):
                     resources.update(self._network_operator(policy["spec"], hardware))
             state = states.get(node["metadata"]["name"])
             if state and (state.get("status") or {}).get("syncStatus") == "Succeeded":
