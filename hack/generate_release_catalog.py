@@ -28,7 +28,15 @@ HEADER = (
     "# data; do not edit by hand: regenerate. Read by plugins/plugin_utils/releases.py.\n"
 )
 # NicClusterPolicy components the collection configures.
-COMPONENTS = ("ofedDriver", "rdmaSharedDevicePlugin", "sriovDevicePlugin", "ipoib", "nvIpam")
+COMPONENTS = (
+    "ofedDriver",
+    "rdmaSharedDevicePlugin",
+    "sriovDevicePlugin",
+    "ipoib",
+    "nvIpam",
+    "nicConfigurationOperator",
+    "nicConfigurationDaemon",
+)
 
 
 def _version_key(version: str) -> tuple[int, ...]:

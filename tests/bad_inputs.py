@@ -74,6 +74,7 @@ SLR = "sriov-legacy-roce"
 SLI = "sriov-legacy-infiniband"
 HGX = "multi-rail-hgx"
 NG = "node-groups"
+NCR = "nic-configuration-roce"
 VFS = "a whole number from 1 to 127"
 IFNAME = "a Linux interface name: 1 to 15 characters"
 V = PREFIX  # shorter rows below
@@ -934,6 +935,129 @@ CASES: list[BadInput] = [
         "'a100'",
         "a list of node groups",
         set={"node_groups": "a100"},
+    ),
+    # -- NIC firmware settings (gpudirect_rdma_nic_configuration) ---------------------------------
+    BadInput(
+        "nic-type-unknown",
+        NCR,
+        f"{V}nic_type[0]",
+        "'ConnectX-5'",
+        "a NIC type: one of ConnectX-6 Dx, ConnectX-6 Lx, ConnectX-7",
+        set={"nic_type": ["ConnectX-5"]},
+    ),
+    BadInput(
+        "nic-type-unquoted-number",
+        NCR,
+        f"{V}nic_type[0]",
+        "1021",
+        "the PCI device ID as a quoted string",
+        set={"nic_type": [1021]},
+    ),
+    BadInput(
+        "nic-type-twice",
+        NCR,
+        f"{V}nic_type[1]",
+        "'1021'",
+        "a NIC type not already in",
+        set={"nic_type": ["ConnectX-7", "1021"]},
+    ),
+    BadInput(
+        "nic-type-survey-unknown",
+        NCR,
+        f"{V}nic_type[1]",
+        "'CX7'",
+        "or a PCI device ID of four hex digits",
+        extra={"nic_type": "ConnectX-6 Dx, CX7"},
+    ),
+    BadInput(
+        "nic-type-of-a-group",
+        NG,
+        f"{V}node_groups[0].nic_type[0]",
+        "'a100-nic'",
+        "a NIC type: one of",
+        set={"node_groups": _groups(nic_type=["a100-nic"])},
+    ),
+    BadInput(
+        "nic-configuration-not-a-boolean",
+        NCR,
+        f"{V}nic_configuration",
+        "'maybe'",
+        "true or false",
+        extra={"nic_configuration": "maybe"},
+    ),
+    BadInput(
+        "roce-pfc-priority-8",
+        NCR,
+        f"{V}roce_pfc_priority",
+        "8",
+        "a whole number from 0 to 7 (an IEEE 802.1p priority)",
+        set={"roce_pfc_priority": 8},
+    ),
+    BadInput(
+        "roce-qos-trust-crd-wording",
+        NCR,
+        f"{V}roce_qos_trust",
+        "'trust-dscp'",
+        "one of dscp, pfc",
+        set={"roce_qos_trust": "trust-dscp"},
+    ),
+    BadInput(
+        "maintenance-max-parallel-0",
+        NCR,
+        f"{V}maintenance_max_parallel",
+        "'0'",
+        "a whole number of nodes (at least 1) or a percentage of nodes such as '25%'",
+        extra={"maintenance_max_parallel": "0"},
+    ),
+    BadInput(
+        "maintenance-max-unavailable-150-percent",
+        NCR,
+        f"{V}maintenance_max_unavailable",
+        "'150%'",
+        "a percentage from 0% to 100%",
+        set={"maintenance_max_unavailable": "150%"},
+    ),
+    BadInput(
+        "maintenance-max-unavailable-negative",
+        NCR,
+        f"{V}maintenance_max_unavailable",
+        "-1",
+        "a whole number of nodes (at least 0)",
+        set={"maintenance_max_unavailable": -1},
+    ),
+    BadInput(
+        "maintenance-timeout-10s",
+        NCR,
+        f"{V}maintenance_timeout_seconds",
+        "10",
+        "a whole number from 60 to 604800",
+        set={"maintenance_timeout_seconds": 10},
+    ),
+    BadInput(
+        "uninstall-nic-configuration-revert",
+        NCR,
+        "uninstall_nic_configuration",
+        "'revert'",
+        "one of keep, reset",
+        set={"uninstall_nic_configuration": "revert"},
+        playbooks=("site", "uninstall"),
+    ),
+    BadInput(
+        "old-name-uninstall-nic-configuration",
+        NCR,
+        V + "uninstall_nic_configuration",
+        None,
+        "uninstall_nic_configuration",
+        set={V + "uninstall_nic_configuration": "reset"},
+        playbooks=("site", "uninstall"),
+    ),
+    BadInput(
+        "roce-pfc-priority-on-infiniband",
+        SLI,
+        f"{V}roce_pfc_priority",
+        "4",
+        "no value when every node group runs InfiniBand: roceOptimized (the RoCE QoS) is for RoCE",
+        set={"nic_configuration": True, "nic_type": ["ConnectX-7"], "roce_pfc_priority": 4},
     ),
 ]
 

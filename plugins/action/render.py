@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.doc_fragments.tree import ModuleDocFragment
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nic_configuration
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import spec_of
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import ModuleAction
@@ -23,6 +24,21 @@ class ActionModule(ModuleAction):
             plan = checked_inventory(self._templar, task_vars)["plan"]
         except PlanError as error:
             result.update(failed=True, msg=str(error), variable=error.variable)
+            return result
+        undiscovered = nic_configuration.undiscovered(plan)
+        if undiscovered:
+            # site.yml takes the NIC types from the cluster's NicDevices; a tree has no cluster.
+            result.update(
+                failed=True,
+                variable="gpudirect_rdma_nic_type",
+                msg=(
+                    "gpudirect_rdma_nic_type: got nothing for "
+                    + ", ".join(undiscovered)
+                    + "; expected the NIC types to render NicConfigurationTemplates for (e.g. "
+                    "[ConnectX-7]): site.yml can take them from the cluster's NicDevices, a "
+                    "rendered tree cannot (set it globally or per node group)"
+                ),
+            )
             return result
         objects = build_objects(plan)
         written = self._run_module(

@@ -77,6 +77,19 @@ options:
             the value at O(gates[].path) (empty results left out), e.g. the first failing
             C(status.appliedStates) entry of a NicNodePolicy.
         type: str
+      check:
+        description:
+          - A check that reads more than the gate's object. C(nic_configuration), for a
+            NicConfigurationTemplate (O(gates[].name), O(gates[].namespace)) - every NicDevice in
+            its C(status.nicDevices) holds it in its spec and reports C(ConfigUpdateInProgress)
+            reason C(UpdateSuccessful) at its generation; an error reason (C(IncorrectSpec),
+            C(SpecValidationFailed), C(NonVolatileConfigUpdateFailed), C(RuntimeConfigUpdateFailed),
+            C(FirmwareError)) fails at once with the device, node and message, and so does a device
+            waiting for maintenance while the Maintenance Operator is paused (C(maxUnavailable) 0).
+          - With a check, O(gates[].path) names what the message shows and O(gates[].equals) is its
+            expectation in words.
+        type: str
+        choices: [nic_configuration]
       hint:
         description: Where to look when the gate is not reached, appended to the message.
         type: str

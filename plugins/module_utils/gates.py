@@ -20,6 +20,9 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nfd import
     GPU_LABEL,
     NIC_LABEL,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_configuration import (
+    nic_configuration_templates,
+)
 
 
 def nfd_gates(plan: dict, min_nodes: int = 1) -> list[dict]:
@@ -95,6 +98,40 @@ def nic_node_policy_gates(plan: dict) -> list[dict]:
         gate["fail_on"] = ["error"]
         found.append(gate)
     return found
+
+
+def nic_configuration_gates(plan: dict) -> list[dict]:
+    """Each NicConfigurationTemplate is applied: every NicDevice it lists has it in its spec and
+    ConfigUpdateInProgress reason UpdateSuccessful at its current generation (the NIC
+    configuration check, k8s/nic_configuration.py: device errors and a paused Maintenance
+    Operator fail the gate, a node in maintenance or rebooting is progress)."""
+    return [_template_applied(t) for t in nic_configuration_templates(plan)]
+
+
+def nic_configuration_reset_gates(template: dict) -> list[dict]:
+    """Once a live template asks for resetToDefault, each of its devices is back at the
+    firmware's defaults (the same check: the devices hold the reset in their spec)."""
+    return [_template_applied(template, "reset to the firmware defaults")]
+
+
+def _template_applied(template: dict, what: str = "applied") -> dict:
+    name = template["metadata"]["name"]
+    namespace = template["metadata"]["namespace"]
+    return {
+        "gate": f"NicConfigurationTemplate {name} {what}",
+        "api_version": template["apiVersion"],
+        "kind": "NicConfigurationTemplate",
+        "name": name,
+        "namespace": namespace,
+        "check": "nic_configuration",
+        "path": "status.nicDevices",
+        "equals": "every NicDevice it lists at ConfigUpdateInProgress reason UpdateSuccessful",
+        "hint": (
+            f"oc -n {namespace} get nicdevices -o yaml (status.conditions); "
+            f"oc -n {namespace} get nodemaintenances; oc get nodes; oc -n {namespace} "
+            "logs ds/nic-configuration-daemon"
+        ),
+    }
 
 
 def gpu_operator_gates(plan: dict) -> list[dict]:

@@ -22,6 +22,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
     network_operator,
     networks,
     nfd,
+    nic_configuration,
     olm,
     sriov,
 )
@@ -29,9 +30,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
     COMPONENT_LABEL,
     GPU_OPERATOR,
     MACHINE_CONFIG,
+    MAINTENANCE_OPERATOR,
     METHOD_COMPONENTS,
     NETWORK_OPERATOR,
     NFD,
+    NIC_CONFIGURATION,
     NIC_NODE_POLICIES,
     SRIOV_NETWORK_OPERATOR,
     group_plans,
@@ -98,6 +101,20 @@ class Step:
     # What uninstall waits for once the step's objects are deleted: (the deleted objects'
     # results) -> gates.
     uninstall_gates: Callable[[list[dict]], list[dict]] = lambda deleted: []
+    # An opt-in step runs only when the plan turns it on: (plan) -> on. Off, it installs and
+    # waits on nothing, and a step that prunes removes what the collection made of its kinds.
+    enabled: Callable[[dict], bool] = lambda plan: True
+    # An operator somebody else installed (a Subscription to its package in any namespace that
+    # is not the collection's) is used, not replaced: the step writes nothing then.
+    uses_installed: bool = False
+    # The step's operand needs what only the cluster knows: (plan, list) -> the plan with it,
+    # where list(api_version, kind, namespace) is the engine's read (the NIC types of the
+    # NicDevices, when the inventory names none).
+    discover: Callable | None = None
+    # Uninstall may first ask the step's objects to undo what they did (the NICs back to their
+    # firmware defaults) when asked: (the JSON merge patch, (object) -> the gates that say it is
+    # done).
+    reset: tuple[dict, Callable[[dict], list[dict]]] | None = None
 
     def component(self, plan: dict) -> str:
         """The component label of the step's objects (and the folder of the rendered tree)."""
@@ -109,7 +126,10 @@ class Step:
         return self.role.format(method=plan["method"])
 
     def objects(self, plan: dict, csv: dict | None = None) -> list[dict]:
-        """Every object of the step, in apply order: the operator's, then the operand."""
+        """Every object of the step, in apply order: the operator's, then the operand; none
+        for an opt-in step the plan leaves off."""
+        if not self.enabled(plan):
+            return []
         operator = olm.operator_objects(plan, self.operator) if self.operator else []
         return [*operator, *self.operand(plan, csv)]
 
@@ -179,6 +199,20 @@ STEPS = (
         wave=1,
     ),
     Step(
+        name=MAINTENANCE_OPERATOR,
+        title="NVIDIA Maintenance Operator (opt-in: gpudirect_rdma_nic_configuration)",
+        role="maintenance_operator",
+        operator="maintenance_operator",
+        operand=lambda plan, csv: nic_configuration.maintenance_operator_config(plan),
+        kinds=((nic_configuration.MAINTENANCE_API_VERSION, "MaintenanceOperatorConfig"),),
+        settings={"install_timeout": "maintenance_operator_install_timeout"},
+        # Before the Network Operator, whose DOCA driver upgrades and NIC configuration daemon
+        # ask it for maintenance.
+        wave=1,
+        enabled=nic_configuration.enabled,
+        uses_installed=True,
+    ),
+    Step(
         name=NETWORK_OPERATOR,
         title="NVIDIA Network Operator",
         role="network_operator",
@@ -230,6 +264,26 @@ STEPS = (
         uninstall_when="uninstall_machine_configs",
         namespaces=lambda plan: ["openshift-machine-config-operator"],
         uninstall_gates=_pools_rolled_out,
+    ),
+    Step(
+        name=NIC_CONFIGURATION,
+        title="NIC firmware configuration (opt-in: gpudirect_rdma_nic_configuration)",
+        role="nic_configuration",
+        operator=None,
+        operand=lambda plan, csv: nic_configuration.nic_configuration_templates(plan),
+        kinds=((nic_configuration.API_VERSION, "NicConfigurationTemplate"),),
+        gates=lambda plan, settings: gates.nic_configuration_gates(plan),
+        settings={"ready_timeout": "nic_configuration_timeout"},
+        # Once the DOCA driver is ready (the NicClusterPolicy's or the NicNodePolicies'), as
+        # NVIDIA requires, after the MachineConfigs' reboots, beside the GPU Operator's wave, and
+        # before the RDMA method's objects, which use the configured NICs.
+        wave=4,
+        prunes=True,
+        enabled=nic_configuration.enabled,
+        discover=nic_configuration.with_discovered_types,
+        # resetToDefault: every device goes back to its firmware defaults (a reboot each).
+        reset=({"spec": {"resetToDefault": True}}, gates.nic_configuration_reset_gates),
+        namespaces=lambda plan: [plan["operators"]["maintenance_operator"]["namespace"]],
     ),
     Step(
         name=GPU_OPERATOR,

@@ -150,7 +150,7 @@ options:
         driver), each a mapping with C(name) (a DNS-1123 label of at most 30 characters, as it names
         the group's NicNodePolicy), C(node_selector) (its nodes' labels, required with several
         groups) and any of C(interfaces), C(method), C(fabric), C(sriov_num_vfs), C(mtu),
-        C(ipam_range) and C(doca_driver_version). What a group leaves out comes from the
+        C(ipam_range), C(doca_driver_version) and C(nic_type). What a group leaves out comes from the
         variable of the same name (C(gpudirect_rdma_interfaces), ...).
       - Without groups the global variables describe every node (one implicit group), and the
         objects are named as they always were.
@@ -182,6 +182,58 @@ options:
   doca_driver_repository:
     description: Repository of the DOCA driver image; default the release's (under C(image_registry) when set).
     type: str
+  nic_configuration:
+    description:
+      - Set the NICs' firmware for GPUDirect RDMA (opt-in) through the NVIDIA NIC Configuration
+        Operator, with the NVIDIA Maintenance Operator draining and scheduling the nodes that
+        reboot. Adds the Maintenance Operator (OLM), the NicClusterPolicy's
+        C(nicConfigurationOperator) and one NicConfigurationTemplate per node group and NIC type.
+      - Off, the six configurations are as without it.
+    type: bool
+    default: false
+  nic_type:
+    description:
+      - NIC types the NicConfigurationTemplates select (with O(nic_configuration); per node group
+        too), by name (C(ConnectX-6 Dx), C(ConnectX-6 Lx), C(ConnectX-7), C(ConnectX-8),
+        C(ConnectX-9), C(BlueField-2), C(BlueField-3)) or PCI device ID (four hex digits, quoted,
+        C("1021")). A string is read as types separated by commas.
+      - Empty, C(site.yml) takes the types of the NicDevices on each group's nodes (C(render.yml),
+        which reads no cluster, needs them named).
+    type: list
+    elements: str
+    default: []
+  roce_pfc_priority:
+    description: Priority that PFC makes lossless on RoCE (NicConfigurationTemplate C(roceOptimized.qos.pfc));
+      the switches must use the same one.
+    type: int
+    default: 3
+  roce_qos_trust:
+    description: What the NIC trusts to classify RoCE traffic (C(roceOptimized.qos.trust)).
+    type: str
+    choices: [dscp, pfc]
+    default: dscp
+  nic_firmware_reset:
+    description:
+      - Reset the NIC firmware after a configuration change (C(FW_RESET_AFTER_CONFIG_UPDATE) of the NIC
+        Configuration Operator). Required on platforms with an external BMC (DGX, HGX), where a warm
+        reboot does not reload the NIC firmware and the node could reboot again and again.
+    type: bool
+    default: false
+  maintenance_max_parallel:
+    description: Nodes the Maintenance Operator takes into maintenance at once (C(maxParallelOperations)
+      of the C(default) MaintenanceOperatorConfig), a number or a percentage of nodes (C("25%")).
+    type: raw
+    default: 1
+  maintenance_max_unavailable:
+    description:
+      - Nodes that may be unavailable at once, maintenance or not (C(maxUnavailable)), a number or a
+        percentage. Unset, no limit. C(0) pauses every new maintenance.
+    type: raw
+  maintenance_timeout_seconds:
+    description: Seconds a node may stay in maintenance before the Maintenance Operator ends it
+      (C(maxNodeMaintenanceTimeSeconds)).
+    type: int
+    default: 3600
   gpu_memory:
     description:
       - How the NIC reaches GPU memory. C(dmabuf) (NVIDIA's recommendation; open kernel modules,
@@ -200,10 +252,12 @@ options:
   operators:
     description:
       - Per-operator OLM settings over the defaults, keyed C(nfd), C(sriov_network_operator),
-        C(network_operator), C(gpu_operator); each may set C(namespace), C(channel), C(source),
-        C(source_namespace), C(approval) (C(Automatic) or C(Manual)) and C(starting_csv).
+        C(network_operator), C(gpu_operator), C(maintenance_operator) (with O(nic_configuration));
+        each may set C(namespace), C(channel), C(source), C(source_namespace), C(approval)
+        (C(Automatic) or C(Manual)) and C(starting_csv).
       - With C(approval=Manual) only the InstallPlan of C(starting_csv) is approved; it defaults to
-        the chosen release's CSV for the Network and GPU Operators and is required for the others.
+        the chosen release's CSV for the Network, GPU and Maintenance Operators and is required for
+        the others.
     type: dict
     default: {}
   catalog_source:

@@ -17,10 +17,12 @@ description:
   - "Stages, in uninstall order (the reverse of the steps of M(gpudirect.rdma.step)):
     C(test-pods) (the bandwidth test's Pods); C(method) (the RDMA networks, IPPools and SR-IOV
     node policies of any method, then, when node policies went, the SR-IOV node states synced
-    again, their VFs removed); C(gpu-operator) (ClusterPolicy); C(machine-config) (MachineConfig,
+    again, their VFs removed); C(gpu-operator) (ClusterPolicy); C(nic-configuration)
+    (NicConfigurationTemplate; see O(reset)); C(machine-config) (MachineConfig,
     then every MachineConfigPool rendered without them and updated: their nodes reboot);
     C(nic-node-policies) (the node groups' NicNodePolicies);
     C(network-operator) (NicClusterPolicy and the registry pull Secret);
+    C(maintenance-operator) (MaintenanceOperatorConfig);
     C(sriov-network-operator) (SriovOperatorConfig); C(nfd) (NodeFeatureDiscovery);
     C(operators) (for each operator in the same order: its Subscription, then the
     ClusterServiceVersions it installed, then its OperatorGroup); C(namespaces) (Namespace)."
@@ -50,8 +52,21 @@ options:
     type: list
     elements: str
     required: true
-    choices: [operands, test-pods, method, gpu-operator, machine-config, nic-node-policies,
-              network-operator, sriov-network-operator, nfd, operators, namespaces]
+    choices: [operands, test-pods, method, gpu-operator, nic-configuration, machine-config,
+              nic-node-policies, network-operator, maintenance-operator, sriov-network-operator,
+              nfd, operators, namespaces]
+  reset:
+    description:
+      - Stages whose objects first undo what they did, and are awaited until they have, before
+        they are deleted. C(nic-configuration) sets C(resetToDefault) on each NicConfigurationTemplate
+        and waits until every NicDevice it lists reports C(UpdateSuccessful) again - the NICs are
+        back at their firmware defaults, and every node with such a NIC is drained and rebooted.
+      - Without it, deleting a template never reverts a NIC (the NIC Configuration Operator leaves
+        a device without a template as it is).
+    type: list
+    elements: str
+    choices: [nic-configuration]
+    default: []
   label_selector:
     description: Only objects that also match this selector (e.g. C(gpudirect.rdma/component=nfd)).
     type: str
@@ -98,7 +113,7 @@ results:
       description: The object's namespace (null for cluster-scoped objects).
       type: str
     action:
-      description: C(deleted) or C(kept).
+      description: C(deleted), C(kept), or C(reset) (asked to undo what it did first, O(reset)).
       type: str
     reasons:
       description: Why (the stage, or why it is kept).
@@ -115,6 +130,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import (  # noqa: E402
     OPERANDS,
+    RESETTABLE,
     STAGES,
     Remover,
 )
@@ -123,6 +139,7 @@ OPTIONS = {
     "stages": {"type": "list", "elements": "str", "required": True, "choices": [OPERANDS, *STAGES]},
     "label_selector": {"type": "str", "default": ""},
     "timeout": {"type": "int", "default": 600},
+    "reset": {"type": "list", "elements": "str", "default": [], "choices": RESETTABLE},
 }
 
 
@@ -130,7 +147,12 @@ def body(module, cluster, done) -> dict:
     remover = Remover(cluster, module.check_mode)
     done["results"] = remover.results
     for stage in module.params["stages"]:
-        remover.remove(stage, module.params["label_selector"], module.params["timeout"])
+        remover.remove(
+            stage,
+            module.params["label_selector"],
+            module.params["timeout"],
+            tuple(module.params["reset"]),
+        )
     result = {
         "changed": remover.changed,
         "results": remover.results,

@@ -15,6 +15,9 @@ description:
     M(gpudirect.rdma.manifest_tree) does.
   - One task, so that the plan and the tree (1 MB at 1,000 nodes x 8 rails) never pass through
     Ansible's results. The objects are the ones C(playbooks/site.yml) applies. No cluster needed.
+  - With C(gpudirect_rdma_nic_configuration), every node group needs its NIC types named
+    (C(gpudirect_rdma_nic_type), globally or per group); C(site.yml) can take them from the
+    cluster's NicDevices, a rendered tree cannot, so render fails naming the groups without one.
 extends_documentation_fragment:
   - gpudirect.rdma.tree
 """

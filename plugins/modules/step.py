@@ -222,7 +222,14 @@ def body(module, cluster, done) -> dict:
         "findings": engine.findings,
         "summary": summary(engine.findings),
         # A role that runs several steps (network_operator) is named once, at its first.
-        "roles": list(dict.fromkeys(table.step(name).role_of(params["plan"]) for name in names)),
+        # An opt-in step the plan leaves off has no role to run.
+        "roles": list(
+            dict.fromkeys(
+                table.step(name).role_of(params["plan"])
+                for name in names
+                if table.step(name).enabled(params["plan"])
+            )
+        ),
         "msg": message(engine, names),
     }
     if module._diff:

@@ -4,18 +4,20 @@
     <dir>/<component>/kustomization.yaml  that component's files, in apply order
     <dir>/<component>/<kind>-<name>.yaml  one object per file
 
-Components are the operators (nfd, sriov-network-operator, network-operator, gpu-operator),
-the node configuration (machine-config) and the RDMA method (shared-device, host-device,
-sriov-legacy). Every file starts with MARKER, so a later render knows which files it may
-replace or remove.
+Components are the operators (nfd, sriov-network-operator, maintenance-operator,
+network-operator, gpu-operator), the node groups' NicNodePolicies (nic-node-policies), the node
+configuration (machine-config), the NIC firmware settings (nic-configuration) and the RDMA method
+(shared-device, host-device, sriov-legacy). Every file starts with MARKER, so a later render
+knows which files it may replace or remove.
 
 Argo CD orders a sync by the `argocd.argoproj.io/sync-wave` annotation: each component's
 kustomization.yaml puts it on its objects with kustomize's AnnotationsTransformer, by kind.
 The object files themselves carry no Argo CD annotation, so they stay exactly the objects
 site.yml applies. Waves (sync_wave): the operators' Namespaces, OperatorGroups and
-Subscriptions first (0), then the operands in the order site.yml waits on them (NFD instance
-and SriovOperatorConfig 1, NicClusterPolicy 2, MachineConfigs 3, ClusterPolicy 4), then the
-RDMA method (5). An object whose CRD comes with an operator also gets
+Subscriptions first (0), then the operands in the order site.yml waits on them (NFD instance,
+SriovOperatorConfig and MaintenanceOperatorConfig 1, NicClusterPolicy 2, NicNodePolicies and
+MachineConfigs 3, NicConfigurationTemplates and ClusterPolicy 4), then the RDMA method (5). An
+object whose CRD comes with an operator also gets
 `argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true`: Argo CD's dry run of the
 whole sync happens before that operator has installed its CRDs.
 """

@@ -38,15 +38,19 @@ def test_every_object_is_labelled_and_of_a_kind_uninstall_removes(name):
 
 def test_uninstall_goes_in_the_reverse_order_of_the_steps():
     # The test pods, the method's objects, the GPU driver before the network driver it builds on,
-    # the MachineConfigs only when asked, the NicNodePolicies before the NicClusterPolicy (the
-    # Network Operator's order), then the operators and their Namespaces.
+    # the NIC configuration templates while the NIC Configuration Operator still runs, the
+    # MachineConfigs only when asked, the NicNodePolicies before the NicClusterPolicy (the
+    # Network Operator's order), the Maintenance Operator's config once its users are gone, then
+    # the operators and their Namespaces.
     assert STAGES == (
         "test-pods",
         "method",
         "gpu-operator",
+        "nic-configuration",
         "machine-config",
         "nic-node-policies",
         "network-operator",
+        "maintenance-operator",
         "sriov-network-operator",
         "nfd",
         "operators",
@@ -56,8 +60,10 @@ def test_uninstall_goes_in_the_reverse_order_of_the_steps():
         "test-pods",
         "method",
         "gpu-operator",
+        "nic-configuration",
         "nic-node-policies",
         "network-operator",
+        "maintenance-operator",
         "sriov-network-operator",
         "nfd",
     )

@@ -397,9 +397,11 @@ def requests_of(name: str) -> set:
     cluster = Recorder(existing=existing, listed=listed)
     remover = Remover(cluster, False, sleep=lambda _seconds: None)
     for stage in STAGES:
-        # The removal's gates are read; nothing here meets them.
-        with suppress(GateTimeout):
-            remover.remove(stage, "", 0)
+        # The removal's gates are read; nothing here meets them. Then again with each step that
+        # can undo what its objects did (the NICs reset to their defaults) asked to.
+        for reset in ((), tuple(STAGES)):
+            with suppress(GateTimeout):
+                remover.remove(stage, "", 0, reset=reset)
     found |= cluster.requests
 
     # diagnostics of each gate failing (its objects read again by name), in the operators' and
@@ -426,11 +428,25 @@ def requests_of(name: str) -> set:
         gather_diagnostics(cluster, {"task": "t", "msg": "m", "gate": failure}, [namespace])
         found |= cluster.requests
 
-    # every gate's own reads
-    cluster = Recorder()
-    for gate in every_gate(plan):
-        observe(cluster, gate)
-    found |= cluster.requests
+    # every gate's own reads, of a cluster without their objects and of one where each check's
+    # objects are all there (a NIC template with a device waiting for maintenance)
+    device = owned("configuration.net.nvidia.com/v1alpha1", "NicDevice", "somewhere")
+    device["status"] = {
+        "node": "worker-0",
+        "conditions": [{"type": "ConfigUpdateInProgress", "reason": "UpdateStarted"}],
+    }
+    device["spec"] = {"configuration": {"template": None, "resetToDefault": False}}
+    template = {"status": {"nicDevices": [device["metadata"]["name"]]}}
+    for cluster in (
+        Recorder(),
+        Recorder(
+            existing={"NicConfigurationTemplate": lambda n, ns: template},
+            listed={"NicDevice": [device]},
+        ),
+    ):
+        for gate in every_gate(plan):
+            observe(cluster, gate)
+        found |= cluster.requests
     return found | module_reads()
 
 

@@ -51,9 +51,11 @@ def test_the_check_names_the_roles_of_every_step_and_each_runs_its_own(name):
     assert roles[:-1] == [
         "nfd",
         "sriov_network_operator",
+        "maintenance_operator",
         "network_operator",
         "network_operator",
         "node_config",
+        "nic_configuration",
         "gpu_operator",
     ]
     assert roles[-1] == plan["method"]

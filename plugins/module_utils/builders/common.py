@@ -11,8 +11,10 @@ COMPONENT_LABEL = "gpudirect.rdma/component"
 # Components in the order they are applied; each is also a folder of the rendered tree.
 NFD = "nfd"
 SRIOV_NETWORK_OPERATOR = "sriov-network-operator"
+MAINTENANCE_OPERATOR = "maintenance-operator"
 NETWORK_OPERATOR = "network-operator"
 NIC_NODE_POLICIES = "nic-node-policies"
+NIC_CONFIGURATION = "nic-configuration"
 GPU_OPERATOR = "gpu-operator"
 MACHINE_CONFIG = "machine-config"
 METHOD_COMPONENTS = {
@@ -21,6 +23,7 @@ METHOD_COMPONENTS = {
     "sriov_legacy": "sriov-legacy",
 }
 NVIDIA_VENDOR = "15b3"
+IMPLICIT_GROUP = "gpudirect-rdma"
 
 
 def alm_example(csv: dict | None, kind: str) -> dict | None:
@@ -85,6 +88,18 @@ def group_plans(plan: dict) -> list[dict]:
     """The plan as each node group sees it: the plan with the group's network, node selector and
     DOCA driver over its own (plan["groups"]; one implicit group when the inventory has none)."""
     return [{**plan, **group} for group in plan["groups"]]
+
+
+def selects(selector: dict, labels: dict) -> bool:
+    """A node selector (labels that must all be there with these values; an empty one matches
+    every node) matches a node's labels."""
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+def group_name(group: dict) -> str:
+    """A node group's name in the objects made for it (its NicNodePolicy, its templates);
+    gpudirect-rdma for the implicit group (no gpudirect_rdma_node_groups)."""
+    return group["name"] or IMPLICIT_GROUP
 
 
 def image(plan: dict, component: str) -> dict:

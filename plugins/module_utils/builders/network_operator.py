@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nic_configuration
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     NETWORK_OPERATOR,
     NIC_NODE_POLICIES,
     NVIDIA_VENDOR,
+    group_name,
     group_plans,
     image,
     new_object,
@@ -21,8 +23,6 @@ API_VERSION = "mellanox.com/v1alpha1"
 NAME = "nic-cluster-policy"
 # The sections a NicNodePolicy can hold, which the NicClusterPolicy then must not.
 NODE_SECTIONS = ("ofedDriver", "rdmaSharedDevicePlugin", "sriovDevicePlugin")
-# The NicNodePolicy of the implicit group (no gpudirect_rdma_node_groups) with the node model.
-IMPLICIT_GROUP_POLICY = "gpudirect-rdma"
 
 
 def _ofed_driver(plan: dict) -> dict:
@@ -111,7 +111,8 @@ def node_sections(plan: dict) -> dict:
 
 def nic_cluster_policies(plan: dict) -> list[dict]:
     """The NicClusterPolicy: with the cluster model the DOCA driver and the device plugin, and
-    with either model the cluster-wide parts (IPoIB, nv-ipam). The node model with nothing
+    with either model the cluster-wide parts (IPoIB, nv-ipam, the NIC Configuration Operator).
+    The node model with nothing
     cluster-wide plans none: the Network Operator needs no NicClusterPolicy for NicNodePolicies,
     and an emptied one cannot be kept (server-side apply drops a spec it empties, and the CRD
     refuses a policy without one)."""
@@ -121,13 +122,11 @@ def nic_cluster_policies(plan: dict) -> list[dict]:
         spec["secondaryNetwork"] = {"ipoib": image(plan, "ipoib")}
     if plan["ipam"]["type"] == "nv-ipam":
         spec["nvIpam"] = {**image(plan, "nvIpam"), "enableWebhook": False}
+    if nic_configuration.enabled(plan):
+        spec["nicConfigurationOperator"] = nic_configuration.nic_configuration_operator(plan)
     if not spec:
         return []
     return [new_object(API_VERSION, "NicClusterPolicy", NAME, NETWORK_OPERATOR, spec=spec)]
-
-
-def nic_node_policy_name(group: dict) -> str:
-    return group["name"] or IMPLICIT_GROUP_POLICY
 
 
 def nic_node_policies(plan: dict) -> list[dict]:
@@ -138,7 +137,7 @@ def nic_node_policies(plan: dict) -> list[dict]:
         new_object(
             API_VERSION,
             "NicNodePolicy",
-            nic_node_policy_name(view),
+            group_name(view),
             NIC_NODE_POLICIES,
             spec={"nodeSelector": dict(view["node_selector"]), **node_sections(view)},
         )

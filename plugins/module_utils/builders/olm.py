@@ -1,9 +1,11 @@
-"""OLM objects of the four operators: Namespace, OperatorGroup, Subscription."""
+"""OLM objects of the operators: Namespace, OperatorGroup, Subscription."""
 
 from __future__ import annotations
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nic_configuration
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     GPU_OPERATOR,
+    MAINTENANCE_OPERATOR,
     NETWORK_OPERATOR,
     NFD,
     SRIOV_NETWORK_OPERATOR,
@@ -15,6 +17,7 @@ COMPONENTS = {
     "sriov_network_operator": SRIOV_NETWORK_OPERATOR,
     "network_operator": NETWORK_OPERATOR,
     "gpu_operator": GPU_OPERATOR,
+    "maintenance_operator": MAINTENANCE_OPERATOR,
 }
 
 
@@ -65,6 +68,8 @@ def subscription(plan: dict, operator: str) -> dict:
     }
     if settings["starting_csv"]:
         spec["startingCSV"] = settings["starting_csv"]
+    if operator == "network_operator" and nic_configuration.network_operator_env(plan):
+        spec["config"] = {"env": nic_configuration.network_operator_env(plan)}
     return new_object(
         "operators.coreos.com/v1alpha1",
         "Subscription",

@@ -14,27 +14,36 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 API_VERSION = "sriovnetwork.openshift.io/v1"
 # The SR-IOV Network Operator allows at most this many VFs per PF on InfiniBand.
 MAX_VFS_INFINIBAND = 16
+# The node label the NIC configuration daemon holds "true" while it configures a node's NICs.
+NIC_CONFIGURATION_WAIT_LABEL = "network.nvidia.com/operator.nic-configuration.wait"
 
 
 def sriov_operator_config(plan: dict) -> dict:
-    """`default` SriovOperatorConfig; the config daemon waits for the DOCA driver."""
+    """`default` SriovOperatorConfig; the config daemon waits for the DOCA driver. With the NIC
+    configuration opt-in it also waits for the NIC Configuration Operator, and its Mellanox
+    plugin (which would write the same firmware settings) is off, as NVIDIA documents."""
+    selector = {
+        "network.nvidia.com/operator.mofed.wait": "false",
+        "node-role.kubernetes.io/worker": "",
+        "feature.node.kubernetes.io/pci-15b3.sriov.capable": "true",
+    }
+    spec = {
+        "enableInjector": True,
+        "enableOperatorWebhook": True,
+        "logLevel": 2,
+        "disableDrain": False,
+        "configDaemonNodeSelector": selector,
+    }
+    if (plan.get("nic_configuration") or {}).get("enabled"):
+        selector[NIC_CONFIGURATION_WAIT_LABEL] = "false"
+        spec["disablePlugins"] = ["mellanox"]
     return new_object(
         API_VERSION,
         "SriovOperatorConfig",
         "default",
         SRIOV_NETWORK_OPERATOR,
         namespace=plan["operators"]["sriov_network_operator"]["namespace"],
-        spec={
-            "enableInjector": True,
-            "enableOperatorWebhook": True,
-            "logLevel": 2,
-            "disableDrain": False,
-            "configDaemonNodeSelector": {
-                "network.nvidia.com/operator.mofed.wait": "false",
-                "node-role.kubernetes.io/worker": "",
-                "feature.node.kubernetes.io/pci-15b3.sriov.capable": "true",
-            },
-        },
+        spec=spec,
     )
 
 

@@ -26,6 +26,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     GateFailed,
     GateTimeout,
     observe,
+    poll_intervals,
     to_gate,
     wait_for,
 )
@@ -36,6 +37,10 @@ _WOULD = {
     "deleted": "would be removed",
 }
 DEFAULT_TIMEOUT = 1800
+
+
+class DiscoveryTimeout(TimeoutError):
+    """What a step takes from the cluster (the NIC types of the NicDevices) did not appear."""
 
 
 class PreflightFailed(Exception):
@@ -106,10 +111,13 @@ class Engine:
     def _settings(self, step: table.Step) -> dict:
         return self.settings.get(step.name) or {}
 
-    def _objects(self, step: table.Step, csv: dict | None, operand_only=False) -> list[dict]:
+    def _objects(
+        self, step: table.Step, csv: dict | None, operand_only=False, plan: dict | None = None
+    ) -> list[dict]:
         """The step's objects (or its operand only), with the pull Secret of the registry login
         where it has one."""
-        objects = step.operand(self.plan, csv) if operand_only else step.objects(self.plan, csv)
+        plan = plan or self.plan
+        objects = step.operand(plan, csv) if operand_only else step.objects(plan, csv)
         secret = self.plan.get("image_registry_secret")
         if secret and self.login and any(kind == "Secret" for _a, kind, _n in step.named):
             objects.append(
@@ -128,12 +136,30 @@ class Engine:
         settings = self._settings(step)
         first = len(self.applier.results)
         record = {"step": step.name, "title": step.title, "component": step.component(self.plan)}
+        if not step.enabled(self.plan):
+            # Off: what the collection made of its kinds goes (the opt-in was turned off).
+            scope = table.prune_scope(step)
+            if scope:
+                self.applier.prune(
+                    [], scope["kinds"], settings.get("ready_timeout", DEFAULT_TIMEOUT)
+                )
+            record.update(skipped="off in the plan", results=self.applier.results[first:])
+            record["gates"] = []
+            self.steps.append(record)
+            return
+        if step.operator and step.uses_installed:
+            used = olm.installed_elsewhere(self.reads, self.plan["operators"][step.operator])
+            if used:
+                record.update(operator={"used": used}, results=[], gates=[])
+                self.steps.append(record)
+                return
+        plan = self._discovered(step, settings)
         csv = None
         if step.operator:
             installed = self._install(step, settings)
             csv = installed["csv"]
             record["operator"] = {k: v for k, v in installed.items() if k != "csv"}
-        operand = self._objects(step, csv, operand_only=True)
+        operand = self._objects(step, csv, operand_only=True, plan=plan)
         if step.clears:
             kinds = table.kind_dicts(step.clears)
             self.applier.prune(
@@ -153,8 +179,28 @@ class Engine:
             gate_settings["removed_machine_configs"] = [
                 r["name"] for r in record["results"] if r["action"] == "deleted"
             ]
-        record["gates"] = self._gates(step, gate_settings, record["results"])
+        record["gates"] = self._gates(step, gate_settings, record["results"], plan)
         self.steps.append(record)
+
+    def _discovered(self, step: table.Step, settings: dict) -> dict:
+        """The plan with what the step takes from the cluster (step.discover); a real run waits
+        for it as long as the step's gates would, check mode reports it as work."""
+        if not step.discover:
+            return self.plan
+        if self.check_mode:
+            plan, missing = step.discover(self.plan, self.reads.list)
+            if missing:
+                self.work.append(missing)
+            return plan
+        deadline = time.monotonic() + settings.get("ready_timeout", DEFAULT_TIMEOUT)
+        pauses = poll_intervals()
+        while True:
+            plan, missing = step.discover(self.plan, self.cluster.list)
+            if not missing:
+                return plan
+            if time.monotonic() >= deadline:
+                raise DiscoveryTimeout(f"{step.title}: {missing}")
+            self.sleep(next(pauses))
 
     def _install(self, step: table.Step, settings: dict) -> dict:
         objects = olm_objects.operator_objects(self.plan, step.operator)
@@ -174,9 +220,11 @@ class Engine:
             self.work.append(installed["waiting"])
         return installed
 
-    def _gates(self, step: table.Step, settings: dict, results: list[dict]) -> list[dict]:
+    def _gates(
+        self, step: table.Step, settings: dict, results: list[dict], plan: dict
+    ) -> list[dict]:
         """Wait on the step's gates (in check mode: read them once); what each showed."""
-        gates = [to_gate(g) for g in step.gates(self.plan, settings)]
+        gates = [to_gate(g) for g in step.gates(plan, settings)]
         if step.name == table.MACHINE_CONFIG and not results:
             gates = []  # no MachineConfig planned nor removed: the pool is not touched
         if not gates:
@@ -230,4 +278,11 @@ class Engine:
         return [*self.object_work(), *self.work]
 
 
-__all__ = ["Engine", "GateFailed", "GateTimeout", "PreflightFailed", "method_mismatch"]
+__all__ = [
+    "DiscoveryTimeout",
+    "Engine",
+    "GateFailed",
+    "GateTimeout",
+    "PreflightFailed",
+    "method_mismatch",
+]

@@ -229,3 +229,24 @@ def install(
         )
     result.update(csv=csv, csv_name=(csv or {}).get("metadata", {}).get("name"))
     return result
+
+
+def installed_elsewhere(cluster, settings: dict) -> str | None:
+    """A Subscription to the operator's package that the collection did not create, in any
+    namespace (somebody installed the operator already): what it is, or None. Such an operator
+    is used as it is, never replaced by a second install."""
+    try:
+        subscriptions = cluster.list(OLM, "Subscription")
+    except NotServed:
+        return None
+    for found in subscriptions:
+        if (found.get("spec") or {}).get("name") != settings["package"] or owned_by_collection(
+            found
+        ):
+            continue
+        metadata = found["metadata"]
+        csv = (found.get("status") or {}).get("installedCSV")
+        return f"Subscription {metadata.get('namespace')}/{metadata['name']}" + (
+            f" (CSV {csv})" if csv else ""
+        )
+    return None

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nic_configuration
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     COMPONENT_LABEL,
     METHOD_COMPONENTS,
     group_plans,
+    selects,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.network_operator import (
     API_VERSION,
@@ -42,6 +44,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     get_if_served,
     list_if_served,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import installed_elsewhere
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import METHOD_KINDS
 
 SEVERITIES = ("error", "warning", "ok", "skipped")
@@ -76,6 +79,12 @@ class Facts:
     pool_configs: list = field(default_factory=list)
     operator_groups: list = field(default_factory=list)
     machine_config_pool: dict | None = None
+    # With the NIC configuration opt-in: the NicDevices ({"name", "node", "type"}; None when
+    # the kind is not served), the NicConfigurationTemplates, and a Maintenance Operator that
+    # somebody else installed (its Subscription, or None).
+    nic_config_devices: list | None = None
+    nic_config_templates: list = field(default_factory=list)
+    maintenance_elsewhere: str | None = None
 
 
 # -- gather (reads only) -----------------------------------------------------------------------
@@ -170,7 +179,30 @@ def gather(cluster, plan: dict, objects: list[dict]) -> Facts:
         "MachineConfigPool",
         plan["machine_configs"]["role"],
     )
+    if nic_configuration.enabled(plan):
+        _gather_nic_configuration(cluster, plan, facts, devices)
     return facts
+
+
+def _gather_nic_configuration(cluster, plan: dict, facts: Facts, devices) -> None:
+    if devices is None and facts.node_states:
+        devices = list_if_served(cluster, nic_configuration.API_VERSION, "NicDevice")
+    if devices is not None:
+        facts.nic_config_devices = [
+            {
+                "name": d["metadata"]["name"],
+                "node": (d.get("status") or {}).get("node"),
+                "type": (d.get("status") or {}).get("type"),
+            }
+            for d in devices
+        ]
+    facts.nic_config_templates = (
+        list_if_served(cluster, nic_configuration.API_VERSION, "NicConfigurationTemplate") or []
+    )
+    if facts.olm:
+        facts.maintenance_elsewhere = installed_elsewhere(
+            cluster, plan["operators"]["maintenance_operator"]
+        )
 
 
 # -- evaluate (pure) ---------------------------------------------------------------------------
@@ -287,7 +319,7 @@ def _check_olm(facts: Facts) -> list[dict]:
 
 def _matching(selector: dict, nodes: list[dict]) -> list[dict]:
     """The nodes ({"name", "labels"}) a node selector matches (an empty one matches all)."""
-    return [n for n in nodes if all(n["labels"].get(k) == v for k, v in selector.items())]
+    return [n for n in nodes if selects(selector, n["labels"])]
 
 
 def _selected(plan: dict, facts: Facts) -> list[dict]:
@@ -449,7 +481,19 @@ def _check_group_interfaces(plan: dict, facts: Facts) -> list[dict]:
                     )
                 )
                 continue
+            configured = nic_configuration.enabled(plan)
             if nic.get("linkType") and nic["linkType"].upper() != link:
+                if configured:
+                    found.append(
+                        finding(
+                            "interfaces",
+                            "warning",
+                            f"{which}{name} on node {node} has link type {nic['linkType']}: the "
+                            f"NIC configuration sets {link} in its firmware (the node drains and "
+                            "reboots)",
+                        )
+                    )
+                    continue
                 found.append(
                     finding(
                         "interfaces",
@@ -463,6 +507,16 @@ def _check_group_interfaces(plan: dict, facts: Facts) -> list[dict]:
             total = nic.get("totalvfs")
             vfs = plan["sriov"]["num_vfs"]
             if plan["method"] == "sriov_legacy" and total is not None and vfs > total:
+                if configured:
+                    found.append(
+                        finding(
+                            "interfaces",
+                            "warning",
+                            f"{which}{name} on node {node} has {total} VFs in its firmware: the "
+                            f"NIC configuration sets {vfs} (the node drains and reboots)",
+                        )
+                    )
+                    continue
                 found.append(
                     finding(
                         "interfaces",
@@ -838,6 +892,103 @@ def _check_single_node(plan: dict, facts: Facts) -> list[dict]:
     return found
 
 
+def _check_nic_configuration(plan: dict, objects: list[dict], facts: Facts) -> list[dict]:
+    """With the NIC configuration opt-in: somebody else's Maintenance Operator (used), NIC types
+    no NicDevice of a group's nodes has, and somebody else's template that would select the same
+    devices as one of the plan's (the NIC Configuration Operator then applies neither)."""
+    if not nic_configuration.enabled(plan):
+        return []
+    found = []
+    if facts.maintenance_elsewhere:
+        found.append(
+            finding(
+                "nic-configuration",
+                "warning",
+                f"the NVIDIA Maintenance Operator of {facts.maintenance_elsewhere} was installed "
+                "by somebody else: it is used, not replaced, and its own "
+                "MaintenanceOperatorConfig's budgets apply (gpudirect_rdma_maintenance_* are not "
+                "written)",
+            )
+        )
+    for view in group_plans(plan):
+        which = f"group {view['name']}: " if view["name"] else ""
+        nodes = {n["name"] for n in _matching(view["node_selector"], facts.nodes)}
+        on_nodes = [d for d in facts.nic_config_devices or [] if d["node"] in nodes]
+        if not view["nic_types"]:
+            continue
+        types = ", ".join(map(nic_configuration.nic_type, view["nic_types"]))
+        if not on_nodes:
+            found.append(
+                finding(
+                    "nic-configuration",
+                    "skipped",
+                    f"{which}no NicDevice on the selected nodes yet: the NIC types {types} are "
+                    "checked once the NIC configuration daemon runs",
+                )
+            )
+            continue
+        present = sorted({d["type"] for d in on_nodes if d["type"]})
+        have = ", ".join(map(nic_configuration.nic_type, present))
+        for device_id in view["nic_types"]:
+            if device_id not in present:
+                found.append(
+                    finding(
+                        "nic-configuration",
+                        "error",
+                        f"{which}{_variable(view, 'nic_type')} "
+                        f"{nic_configuration.nic_type(device_id)}: no NicDevice of that type on "
+                        f"the selected nodes (they have {have}); its template would configure "
+                        "nothing",
+                    )
+                )
+    found += _overlapping_templates(objects, facts)
+    if not found:
+        found.append(finding("nic-configuration", "ok", "NIC types found, no template overlaps"))
+    return found
+
+
+def _overlapping_templates(objects: list[dict], facts: Facts) -> list[dict]:
+    found = []
+    planned = [o for o in objects if o["kind"] == "NicConfigurationTemplate"]
+    for theirs in facts.nic_config_templates:
+        if owned_by_collection(theirs):
+            continue
+        spec = theirs.get("spec") or {}
+        selector = spec.get("nicSelector") or {}
+        for ours in planned:
+            if selector.get("nicType") != ours["spec"]["nicSelector"]["nicType"]:
+                continue
+            mine = {n["name"] for n in _matching(ours["spec"]["nodeSelector"], facts.nodes)}
+            both = sorted(
+                n["name"]
+                for n in _matching(spec.get("nodeSelector") or {}, facts.nodes)
+                if n["name"] in mine
+            )
+            if not both:
+                continue
+            narrowed = any(
+                selector.get(k) for k in ("pciAddresses", "serialNumbers", "partNumbers")
+            )
+            metadata = theirs["metadata"]
+            found.append(
+                finding(
+                    "nic-configuration",
+                    "warning" if narrowed else "error",
+                    f"NicConfigurationTemplate {metadata.get('namespace')}/{metadata['name']} (not "
+                    f"gpudirect.rdma's) selects nicType {selector.get('nicType')} on "
+                    f"{', '.join(both[:5])}{' ...' if len(both) > 5 else ''}, as "
+                    f"{ours['metadata']['name']} does: a device two templates match gets neither "
+                    "(the NIC Configuration Operator clears its configuration)"
+                    + (
+                        "; its nicSelector narrows it to some devices: check they differ"
+                        if narrowed
+                        else "; remove it, or narrow its nodeSelector or nicSelector.pciAddresses"
+                    ),
+                )
+            )
+    return found
+
+
 def evaluate(plan: dict, objects: list[dict], facts: Facts, take_over: bool = False) -> list[dict]:
     """Every finding, errors first within each check's order of appearance."""
     if facts.api_error:
@@ -861,6 +1012,7 @@ def evaluate(plan: dict, objects: list[dict], facts: Facts, take_over: bool = Fa
     found += _check_interfaces(plan, facts)
     found += _check_ownership(objects, facts, take_over)
     found += _check_nic_policies(objects, facts)
+    found += _check_nic_configuration(plan, objects, facts)
     found += _check_methods(plan, objects, facts, take_over)
     found += _check_rdma_mode(plan, facts)
     found += _check_single_node(plan, facts)

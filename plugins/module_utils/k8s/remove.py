@@ -62,6 +62,8 @@ STAGES = (
     OPERATORS,
     NAMESPACES,
 )
+# The stages whose objects can first undo what they did (steps.Step.reset).
+RESETTABLE = [s.name for s in reversed(table.STEPS) if s.reset]
 # What `operands` stands for.
 OPERAND_STAGES = (
     TEST_PODS,
@@ -113,10 +115,14 @@ class Remover:
         self.diffs.extend(deletion_diff(item) for item in items)
         return results
 
-    def remove(self, stage: str, label_selector: str, timeout: float) -> None:
+    def remove(
+        self, stage: str, label_selector: str, timeout: float, reset: tuple[str, ...] = ()
+    ) -> None:
+        """Remove one stage's objects (reset: the stages whose objects first undo what they did,
+        steps.Step.reset)."""
         if stage == OPERANDS:
             for each in OPERAND_STAGES:
-                self.remove(each, label_selector, timeout)
+                self.remove(each, label_selector, timeout, reset)
             return
         if stage not in STAGES:
             raise ValueError(
@@ -147,8 +153,31 @@ class Remover:
         step = table.step(stage)
         items = owned_objects(self.cluster, table.kind_dicts(step.kinds), label_selector)
         items += self._named_objects(step, label_selector)
+        if stage in reset and step.reset and items:
+            self._reset(step, items, timeout)
         deleted = self._delete(items, timeout, reason)
         gates = [to_gate(g) for g in step.uninstall_gates(deleted)]
+        if gates and not self.check_mode:
+            wait_for(self.cluster, gates, timeout, sleep=self.sleep)
+            self.waited.extend(g.name for g in gates)
+
+    def _reset(self, step: table.Step, items: list[dict], timeout: float) -> None:
+        """Ask each object to undo what it did (step.reset: the merge patch and the gates that
+        say it is done), wait until it has, then let the deletion go on."""
+        patch, done = step.reset
+        gates = []
+        for item in items:
+            metadata = item["metadata"]
+            self.results.append(outcome(item, "reset", [f"uninstall: {step.name} reset first"]))
+            if not self.check_mode:
+                self.cluster.patch(
+                    item["apiVersion"],
+                    item["kind"],
+                    metadata["name"],
+                    metadata.get("namespace"),
+                    patch,
+                )
+            gates.extend(to_gate(g) for g in done(item))
         if gates and not self.check_mode:
             wait_for(self.cluster, gates, timeout, sleep=self.sleep)
             self.waited.extend(g.name for g in gates)

@@ -94,9 +94,13 @@ class Gate:
     # A JMESPath expression whose value the message shows beside an object not met, e.g. the
     # entry of status.appliedStates that is not ready.
     detail: str | None = None
+    # A check that reads more than the gate's objects (CHECKS), in place of path and equals.
+    check: str | None = None
 
     @property
     def expectation(self) -> str:
+        if self.check:
+            return str(self.equals)
         if self.includes or self.excludes:
             parts = []
             if self.includes:
@@ -152,6 +156,7 @@ GATE_OPTIONS = {
     "fail_on": {"type": "list", "elements": "raw", "default": []},
     "hint": {"type": "str", "default": ""},
     "detail": {"type": "str"},
+    "check": {"type": "str", "choices": ["nic_configuration"]},
 }
 
 
@@ -178,6 +183,7 @@ def to_gate(options: dict) -> Gate:
         min_count=options.get("min_count", 1),
         hint=options.get("hint") or "",
         detail=options.get("detail"),
+        check=options.get("check"),
     )
 
 
@@ -246,6 +252,13 @@ class Observation:
 
 def observe(cluster, gate: Gate) -> Observation:
     """Read the gate's objects once and say whether it is met, failed for good, or waiting."""
+    if gate.check == "nic_configuration":
+        # Imported here: the check's module builds on this one's Gate and Observation.
+        from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import (
+            nic_configuration,
+        )
+
+        return nic_configuration.observe(cluster, gate)
     path = gate.path
     try:
         if gate.object_name:
@@ -328,9 +341,14 @@ class GateFailed(GateError):
 
 
 def message(gate: Gate, observation: Observation, waited: float, outcome: str) -> str:
+    expected = (
+        f"{gate.subject} with {gate.expectation}"
+        if gate.check
+        else f"{gate.subject} {gate.path} to be {gate.expectation}"
+    )
     text = (
-        f"gate '{gate.name}' {outcome} after {waited:.0f}s: expected {gate.subject} "
-        f"{gate.path} to be {gate.expectation}; last seen: {observation.seen}."
+        f"gate '{gate.name}' {outcome} after {waited:.0f}s: expected {expected}; "
+        f"last seen: {observation.seen}."
     )
     if gate.hint:
         text += f" Look at: {gate.hint}"

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import GPU_OPERATOR_RELEASES
 
-from . import checks, groups, operators, settings
+from . import checks, groups, nic_configuration, operators, settings
 from .checks import PlanError, check_integer, check_number
 from .inputs import DEFAULTS, OPTIONS, PREFIX, Inputs, check_known, machine_configs
 from .operators import OPERATORS
@@ -101,4 +101,5 @@ def build_plan(given: Mapping) -> dict:
             ),
         },
         "machine_configs": machine_configs(inputs),
+        "nic_configuration": nic_configuration.settings(inputs, node_groups),
     }

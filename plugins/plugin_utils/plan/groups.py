@@ -11,7 +11,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 
-from . import checks, rails
+from . import checks, nic_configuration, rails
 from .checks import PlanError
 from .inputs import Inputs, node_selector
 
@@ -26,6 +26,7 @@ GROUP_KEYS = (
     "mtu",
     "ipam_range",
     "doca_driver_version",
+    "nic_type",
 )
 # The Network Operator's admission webhook refuses longer NicNodePolicy names (v26.4.1:
 # maxNicNodePolicyNameLength; its message says 50, the rule is 30).
@@ -116,6 +117,8 @@ def _group(inputs: Inputs, name: str | None, default_driver: str, several: bool 
         "node_selector": node_selector(inputs),
         **network,
         "doca_driver_version": doca_driver_version(inputs, default_driver),
+        # The NicConfigurationTemplates' NIC types (PCI device IDs); empty: the NicDevices'.
+        "nic_types": nic_configuration.nic_types(inputs),
     }
 
 

@@ -47,7 +47,18 @@ OPERATOR_DEFAULTS = {
         "channel": None,  # the release's version channel, e.g. v26.7
         "source": "certified-operators",
     },
+    # Only with gpudirect_rdma_nic_configuration (its step is opt-in, steps.py).
+    "maintenance_operator": {
+        "namespace": "nvidia-maintenance-operator",
+        "package": "nvidia-maintenance-operator",
+        "operator_group": "nvidia-maintenance-operator",
+        "subscription": "nvidia-maintenance-operator",
+        "channel": "stable",
+        "source": "certified-operators",
+    },
 }
+# The Maintenance Operator's CSV of the 26.4 line, which Network Operator 26.4.x pairs with.
+MAINTENANCE_OPERATOR_CSV = "nvidia-maintenance-operator.v26.4.0"
 OPERATORS = tuple(OPERATOR_DEFAULTS)
 OPERATOR_KEYS = ("namespace", "channel", "source", "source_namespace", "approval", "starting_csv")
 APPROVALS = ("Automatic", "Manual")
@@ -75,6 +86,7 @@ def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
     release_csvs = {
         "network_operator": NETWORK_OPERATOR_RELEASES[network_release]["csv_name"],
         "gpu_operator": gpu["csv_name"],
+        "maintenance_operator": MAINTENANCE_OPERATOR_CSV,
     }
     result = {}
     for operator, defaults in OPERATOR_DEFAULTS.items():

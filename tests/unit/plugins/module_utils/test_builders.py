@@ -62,7 +62,7 @@ def test_golden(name):
 
 def test_every_inventory_has_a_golden_file_and_no_golden_file_is_orphaned():
     assert sorted(p.stem for p in GOLDEN.glob("*.yaml")) == NAMES
-    assert len(NAMES) == 8
+    assert len(NAMES) == 9
 
 
 # -- Red Hat's values ------------------------------------------------------------------------

@@ -28,9 +28,11 @@ def test_the_steps_in_order():
     assert table.NAMES == (
         "nfd",
         "sriov-network-operator",
+        "maintenance-operator",
         "network-operator",
         "nic-node-policies",
         "machine-config",
+        "nic-configuration",
         "gpu-operator",
         "method",
     )
@@ -84,9 +86,13 @@ def test_each_role_has_the_settings_the_table_names_with_a_default():
                 assert options[variable]["default"] == defaults[variable], variable
 
 
-def test_only_the_machine_configs_the_nic_cluster_policy_and_the_method_prune():
+def test_only_the_machine_configs_the_nic_cluster_policy_the_templates_and_the_method_prune():
     pruning = {s.name: table.prune_scope(s) for s in table.STEPS if table.prune_scope(s)}
-    assert set(pruning) == {"machine-config", "network-operator", "method"}
+    assert set(pruning) == {"machine-config", "network-operator", "nic-configuration", "method"}
+    # Turning the NIC configuration off removes the templates (never the NICs' settings).
+    assert pruning["nic-configuration"]["kinds"] == [
+        {"apiVersion": "configuration.net.nvidia.com/v1alpha1", "kind": "NicConfigurationTemplate"}
+    ]
     # The node model with nothing cluster-wide plans no NicClusterPolicy.
     assert pruning["network-operator"]["kinds"] == [
         {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy"}

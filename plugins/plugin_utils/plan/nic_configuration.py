@@ -1,0 +1,104 @@
+"""The NICs' firmware settings (opt-in): the NIC types the NicConfigurationTemplates select, the
+RoCE QoS they set, the NIC Configuration Operator's firmware reset, and the Maintenance
+Operator's budgets. Facts: the Network Operator v26.4.1's supported-firmware ConfigMap (the PCI
+device IDs) and the NIC Configuration Operator's template validation."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_configuration import (
+    NIC_TYPES,
+)
+
+from .checks import PlanError
+from .inputs import DEFAULTS, Inputs
+
+_DEVICE_ID = re.compile(r"^[0-9a-f]{4}$")
+_BUDGET = re.compile(r"^([0-9]+)%?$")
+PRIORITIES = 8
+
+
+def nic_types(inputs: Inputs) -> list[str]:
+    """The PCI device IDs of the inventory's NIC types (names or IDs), each once, in order."""
+    name, given = inputs.name("nic_type"), inputs["nic_type"]
+    if isinstance(given, str):
+        given = [item.strip() for item in given.split(",") if item.strip()]
+    if not isinstance(given, (list, tuple)):
+        raise PlanError(name, given, "a list of NIC types, e.g. [ConnectX-7] or ['1021']")
+    found: list[str] = []
+    lowered = {key.lower(): value for key, value in NIC_TYPES.items()}
+    for index, entry in enumerate(given):
+        where = f"{name}[{index}]"
+        if isinstance(entry, int):
+            raise PlanError(
+                where, entry, "the PCI device ID as a quoted string ('1021'; YAML read a number)"
+            )
+        text = entry.strip() if isinstance(entry, str) else entry
+        device_id = lowered.get(text.lower()) if isinstance(text, str) else None
+        if device_id is None and isinstance(text, str) and _DEVICE_ID.match(text.lower()):
+            device_id = text.lower()
+        if device_id is None:
+            raise PlanError(
+                where,
+                entry,
+                "a NIC type: one of " + ", ".join(NIC_TYPES) + ", or a PCI device ID of four hex "
+                "digits such as '1021' (ConnectX-7)",
+            )
+        if device_id in found:
+            raise PlanError(where, entry, f"a NIC type not already in {name}")
+        found.append(device_id)
+    return found
+
+
+def _budget(inputs: Inputs, key: str, low: int) -> int | str | None:
+    """A Maintenance Operator budget: a whole number, or a percentage ('25%')."""
+    name, given = inputs.name(key), inputs[key]
+    if given in (None, ""):
+        return None
+    expected = f"a whole number of nodes (at least {low}) or a percentage of nodes such as '25%'"
+    if isinstance(given, bool) or not isinstance(given, (int, str)):
+        raise PlanError(name, given, expected)
+    match = _BUDGET.match(str(given).strip())
+    if not match or int(match.group(1)) < low:
+        raise PlanError(name, given, expected)
+    if str(given).strip().endswith("%"):
+        if int(match.group(1)) > 100:
+            raise PlanError(name, given, "a percentage from 0% to 100%")
+        return str(given).strip()
+    return int(match.group(1))
+
+
+def _roce_qos_on_infiniband(inputs: Inputs, groups: list[dict]) -> None:
+    """RoCE QoS asked for where no group runs RoCE: the templates carry roceOptimized on RoCE
+    only (the NIC Configuration Operator refuses it with linkType Infiniband, IncorrectSpec), so
+    the value would silently go unused."""
+    if any(group["fabric"] == "roce" for group in groups):
+        return
+    for key in ("roce_pfc_priority", "roce_qos_trust"):
+        if inputs[key] != DEFAULTS[key]:
+            raise PlanError(
+                inputs.name(key),
+                inputs[key],
+                "no value when every node group runs InfiniBand: roceOptimized (the RoCE QoS) "
+                "is for RoCE only, and the NIC Configuration Operator refuses it with linkType "
+                "Infiniband (IncorrectSpec)",
+            )
+
+
+def settings(inputs: Inputs, groups: list[dict]) -> dict:
+    """plan['nic_configuration']: on or off, the RoCE QoS, the firmware reset, the Maintenance
+    Operator's budgets. The NIC types are per node group (groups.py)."""
+    _roce_qos_on_infiniband(inputs, groups)
+    priority = inputs.checked("roce_pfc_priority")
+    return {
+        "enabled": inputs.checked("nic_configuration"),
+        "pfc": ",".join("1" if p == priority else "0" for p in range(PRIORITIES)),
+        "trust": inputs.checked("roce_qos_trust"),
+        "firmware_reset": inputs.checked("nic_firmware_reset"),
+        "maintenance": {
+            "max_parallel": _budget(inputs, "maintenance_max_parallel", 1),
+            "max_unavailable": _budget(inputs, "maintenance_max_unavailable", 0),
+            "timeout_seconds": inputs.checked("maintenance_timeout_seconds"),
+        },
+    }
