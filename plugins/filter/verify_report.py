@@ -34,6 +34,13 @@ options:
     description: Smallest acceptable average bandwidth of a pair, in Gb/s.
     type: float
     required: true
+  nic_devices:
+    description:
+      - The NicDevice objects of the NIC configuration (C(gpudirect_rdma_nic_configuration)); the
+        report shows those of the tested nodes (type, firmware, ports, configuration state).
+    type: list
+    elements: dict
+    default: []
 """
 
 EXAMPLES = r"""
@@ -58,6 +65,12 @@ _value:
         C(device), C(link_type), C(gid_index), C(gpu_memory)), C(passed) and C(problems).
       type: list
       elements: dict
+    nic_devices:
+      description: The tested nodes' NICs as the NIC configuration daemon reports them (C(node),
+        C(name), C(type), C(firmware), C(ports) as pci/netdev/RDMA device, C(configuration), the
+        reason of C(ConfigUpdateInProgress)); empty without the NIC configuration.
+      type: list
+      elements: dict
     table:
       description: Lines of a table for people.
       type: list
@@ -73,7 +86,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # 
 )
 
 
-def verify_report(logs, plan, pairs, min_gbps):
+def verify_report(logs, plan, pairs, min_gbps, nic_devices=None):
     args = validate(
         DOCUMENTATION,
         "gpudirect.rdma.verify_report",
@@ -82,11 +95,12 @@ def verify_report(logs, plan, pairs, min_gbps):
             "plan": plan,
             "pairs": pairs,
             "min_gbps": min_gbps,
+            "nic_devices": nic_devices if nic_devices is not None else [],
         },
     )
     try:
         runs = runs_from_logs(args["plan"], args["_input"], args["pairs"])
-        return report(args["plan"], runs, args["min_gbps"])
+        return report(args["plan"], runs, args["min_gbps"], args["nic_devices"])
     except ValueError as error:
         raise AnsibleFilterError(f"gpudirect.rdma.verify_report: {error}") from error
     except (KeyError, IndexError, TypeError) as error:

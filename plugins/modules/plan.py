@@ -220,15 +220,17 @@ options:
     type: bool
     default: false
   maintenance_max_parallel:
-    description: Nodes the Maintenance Operator takes into maintenance at once (C(maxParallelOperations)
-      of the C(default) MaintenanceOperatorConfig), a number or a percentage of nodes (C("25%")).
-    type: raw
-    default: 1
+    description:
+      - Nodes the Maintenance Operator takes into maintenance at once (C(maxParallelOperations)
+        of the C(default) MaintenanceOperatorConfig), a number (C(2), or C("2")) or a percentage
+        of nodes (C("25%")).
+    type: str
+    default: "1"
   maintenance_max_unavailable:
     description:
       - Nodes that may be unavailable at once, maintenance or not (C(maxUnavailable)), a number or a
         percentage. Unset, no limit. C(0) pauses every new maintenance.
-    type: raw
+    type: str
   maintenance_timeout_seconds:
     description: Seconds a node may stay in maintenance before the Maintenance Operator ends it
       (C(maxNodeMaintenanceTimeSeconds)).

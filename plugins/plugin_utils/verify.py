@@ -16,6 +16,9 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
     group_plans,
     new_object,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_configuration import (
+    nic_type,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.perftest import PerftestError, parse
 
 COMPONENT = "verify"
@@ -112,10 +115,60 @@ def client_pods(plan: dict, client_node: str, settings: dict, addresses: list[st
     ]
 
 
-def report(plan: dict, runs: list[dict], min_gbps: float) -> dict:
+def nic_devices(devices: list[dict], nodes: list[str]) -> list[dict]:
+    """What the NIC configuration daemon reports of the tested nodes' NICs (NicDevice objects):
+    per device its node, type, firmware, ports and configuration state (the reason of
+    ConfigUpdateInProgress: UpdateSuccessful once the template's settings are in the firmware)."""
+    found = []
+    for device in devices:
+        status = device.get("status") or {}
+        if status.get("node") not in nodes:
+            continue
+        condition = next(
+            (
+                c
+                for c in status.get("conditions") or []
+                if c.get("type") == "ConfigUpdateInProgress"
+            ),
+            {},
+        )
+        found.append(
+            {
+                "node": status.get("node"),
+                "name": device["metadata"]["name"],
+                "type": nic_type(status.get("type") or "?"),
+                "firmware": status.get("firmwareVersion"),
+                "ports": [
+                    "/".join(
+                        p.get(key) or "-" for key in ("pci", "networkInterface", "rdmaInterface")
+                    )
+                    for p in status.get("ports") or []
+                ],
+                "configuration": condition.get("reason") or "none",
+            }
+        )
+    return sorted(found, key=lambda d: (d["node"], d["name"]))
+
+
+def nic_table(devices: list[dict]) -> list[str]:
+    if not devices:
+        return []
+    lines = [f"{'node':<24}{'NIC':<22}{'firmware':<14}{'configuration':<22}ports"]
+    lines += [
+        f"{d['node']:<24}{d['type']:<22}{d['firmware'] or '-':<14}{d['configuration']:<22}"
+        + ", ".join(d["ports"])
+        for d in devices
+    ]
+    return lines
+
+
+def report(
+    plan: dict, runs: list[dict], min_gbps: float, devices: list[dict] | None = None
+) -> dict:
     """runs: per rail of each group {group, rail, server_node, client_node, server_log,
     client_log}. A pair passes when both sides parsed, the client's average reaches min_gbps,
-    and GPU memory was used the way the plan says (dmabuf or peermem)."""
+    and GPU memory was used the way the plan says (dmabuf or peermem). devices: the NicDevice
+    objects, whose state on the tested nodes the report shows (nic_devices)."""
     pairs = []
     for run in runs:
         view = group_view(plan, run["group"])
@@ -173,12 +226,15 @@ def report(plan: dict, runs: list[dict], min_gbps: float) -> dict:
         pair["passed"] = not problems
         pair["problems"] = problems
         pairs.append(pair)
+    tested = sorted({n for p in pairs for n in (p["server_node"], p["client_node"])})
+    nics = nic_devices(devices or [], tested)
     return {
         "passed": bool(pairs) and all(p["passed"] for p in pairs),
         "min_gbps": min_gbps,
         "gpu_memory": plan["gpu"]["memory"],
         "pairs": pairs,
-        "table": table(pairs),
+        "nic_devices": nics,
+        "table": table(pairs) + ([""] if nics else []) + nic_table(nics),
     }
 
 

@@ -4,11 +4,12 @@ It only reads, and never reads Secrets. What it reads (KINDS): every object of t
 (MANAGED_KINDS, by the label app.kubernetes.io/managed-by=gpudirect.rdma); in the collection's
 namespaces (labelled Namespaces) and the namespaces it is given: OLM's objects, OperatorGroups,
 network attachments, Pods with the last lines of each container's log, and Events (by time); and
-cluster-wide: Nodes, MachineConfigPools, NicClusterPolicies, ClusterPolicies and SR-IOV node
-states, labelled or not. When the failure came from a gate, the gate's own objects are read again
-and put first. A kind the API server does not serve is noted and skipped; any other read that
-fails is noted and the rest goes on. An API server that cannot be reached still gives an
-archive, whose summary says so.
+cluster-wide: Nodes, MachineConfigPools, NicClusterPolicies, ClusterPolicies, SR-IOV node
+states, and the NIC configuration's templates, NicDevices, NodeMaintenances and
+MaintenanceOperatorConfigs, labelled or not. When the failure came from a gate, the gate's own
+objects are read again and put first. A kind the API server does not serve is noted and
+skipped; any other read that fails is noted and the rest goes on. An API server that cannot be
+reached still gives an archive, whose summary says so.
 
 The archive is one gzipped tarball, gpudirect-rdma-diagnostics-<UTC timestamp>.tar.gz, whose
 first file is summary.yaml: when, the API server, the failure, the gate and its objects, the
@@ -56,7 +57,13 @@ KINDS = (
     (OLM, "ClusterServiceVersion", NAMESPACES),
     ("nfd.openshift.io/v1", "NodeFeatureDiscovery", LABELLED),
     ("sriovnetwork.openshift.io/v1", "SriovOperatorConfig", LABELLED),
+    ("maintenance.nvidia.com/v1alpha1", "MaintenanceOperatorConfig", EVERYWHERE),
     ("mellanox.com/v1alpha1", "NicClusterPolicy", EVERYWHERE),
+    # The NIC firmware settings: the templates (anybody's: two on one device apply neither), the
+    # devices with their conditions, and the maintenances that drain their nodes.
+    ("configuration.net.nvidia.com/v1alpha1", "NicConfigurationTemplate", EVERYWHERE),
+    ("configuration.net.nvidia.com/v1alpha1", "NicDevice", EVERYWHERE),
+    ("maintenance.nvidia.com/v1alpha1", "NodeMaintenance", EVERYWHERE),
     ("machineconfiguration.openshift.io/v1", "MachineConfig", LABELLED),
     ("machineconfiguration.openshift.io/v1", "MachineConfigPool", EVERYWHERE),
     ("nvidia.com/v1", "ClusterPolicy", EVERYWHERE),
@@ -98,6 +105,8 @@ def plan_namespaces(plan: dict | None) -> list[str]:
         return []
     found = []
     for step in STEPS:
+        if not step.enabled(plan):
+            continue
         if step.operator:
             operator = plan["operators"][step.operator]
             found += [operator["namespace"], operator["source_namespace"]]

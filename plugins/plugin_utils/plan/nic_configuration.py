@@ -97,7 +97,8 @@ def settings(inputs: Inputs, groups: list[dict]) -> dict:
         "trust": inputs.checked("roce_qos_trust"),
         "firmware_reset": inputs.checked("nic_firmware_reset"),
         "maintenance": {
-            "max_parallel": _budget(inputs, "maintenance_max_parallel", 1),
+            # An empty survey answer is the default.
+            "max_parallel": _budget(inputs, "maintenance_max_parallel", 1) or 1,
             "max_unavailable": _budget(inputs, "maintenance_max_unavailable", 0),
             "timeout_seconds": inputs.checked("maintenance_timeout_seconds"),
         },

@@ -595,3 +595,41 @@ def test_without_reset_the_templates_just_go_and_the_nics_keep_their_settings():
     remover.remove("nic-configuration", "", 60)
     assert cluster.patches == []
     assert cluster.deleted == [("NicConfigurationTemplate", template["metadata"]["name"])]
+
+
+# -- verify ---------------------------------------------------------------------------------------
+def test_the_verify_report_shows_the_tested_nodes_nics_and_their_configuration_state():
+    from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import report
+
+    plan = plan_of()
+    (template,) = templates(plan)
+    tested = configured(template, "worker-0-1021-0000-08-00", "worker-0", "UpdateSuccessful")
+    tested["status"].update(
+        firmwareVersion="28.43.1014",
+        ports=[{"pci": "0000:08:00.0", "networkInterface": "ens8f0np0", "rdmaInterface": "mlx5_0"}],
+    )
+    elsewhere = configured(template, "worker-9-1021-0000-08-00", "worker-9", "UpdateStarted")
+    runs = [
+        {
+            "group": None,
+            "rail": 0,
+            "server_node": "worker-0",
+            "client_node": "worker-1",
+            "server_log": "",
+            "client_log": "",
+        }
+    ]
+    found = report(plan, runs, 100, [tested, elsewhere])
+    assert found["nic_devices"] == [
+        {
+            "node": "worker-0",
+            "name": "worker-0-1021-0000-08-00",
+            "type": "ConnectX-7 (1021)",
+            "firmware": "28.43.1014",
+            "ports": ["0000:08:00.0/ens8f0np0/mlx5_0"],
+            "configuration": "UpdateSuccessful",
+        }
+    ]
+    assert found["table"][-1].startswith("worker-0")
+    assert "UpdateSuccessful" in found["table"][-1]
+    assert report(plan, runs, 100)["nic_devices"] == []
