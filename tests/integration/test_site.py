@@ -100,13 +100,54 @@ def expected_policy_sections(plan: dict) -> set[str]:
         sections.add("secondaryNetwork")
     if plan["ipam"]["type"] == "nv-ipam":
         sections.add("nvIpam")
+    if plan["nic_configuration"]["enabled"]:
+        sections.add("nicConfigurationOperator")
     return sections
+
+
+def assert_nic_configuration(plan: dict, custom) -> None:
+    """With the NIC firmware settings: each planned template lists a device on each of its
+    group's nodes, each such device holds the template and reached UpdateSuccessful at its
+    generation, and no node is left in maintenance; without them, no template at all."""
+    templates = custom.list_cluster_custom_object(
+        "configuration.net.nvidia.com", "v1alpha1", "nicconfigurationtemplates"
+    )["items"]
+    planned = table.component_objects(plan, "nic-configuration")
+    assert sorted(t["metadata"]["name"] for t in templates) == sorted(
+        t["metadata"]["name"] for t in planned
+    )
+    if not planned:
+        return
+    namespace = plan["operators"]["network_operator"]["namespace"]
+    devices = {
+        d["metadata"]["name"]: d
+        for d in custom.list_namespaced_custom_object(
+            "configuration.net.nvidia.com", "v1alpha1", namespace, "nicdevices"
+        )["items"]
+    }
+    for template in templates:
+        listed = template["status"]["nicDevices"]
+        assert len(listed) == 2 * len(plan["groups"][0]["rails"]), template["metadata"]["name"]
+        for name in listed:
+            device = devices[name]
+            assert device["spec"]["configuration"]["template"] == template["spec"]["template"]
+            (condition,) = [
+                c for c in device["status"]["conditions"] if c["type"] == "ConfigUpdateInProgress"
+            ]
+            assert condition["reason"] == "UpdateSuccessful", (name, condition)
+            assert condition["observedGeneration"] == device["metadata"]["generation"]
+    assert custom.list_cluster_custom_object(
+        "maintenance.nvidia.com", "v1alpha1", "nodemaintenances"
+    )["items"] == []
 
 
 def assert_converged(plan: dict, custom, core) -> None:
     """The operators Succeeded, the policies ready with the method's components, every node
     advertising every rail, every rail's network rendered, nothing of another method."""
-    for operator in plan["operators"].values():
+    for step in table.STEPS:
+        if not step.operator or not step.enabled(plan):
+            continue
+        operator = plan["operators"][step.operator]
         csvs = custom.list_namespaced_custom_object(
             "operators.coreos.com", "v1alpha1", operator["namespace"], "clusterserviceversions"
         )["items"]
@@ -131,6 +172,7 @@ def assert_converged(plan: dict, custom, core) -> None:
             assert nnp["spec"]["nodeSelector"] == group["node_selector"]
     else:
         assert node_policies == {}
+    assert_nic_configuration(plan, custom)
     gpu = custom.get_cluster_custom_object(
         "nvidia.com", "v1", "clusterpolicies", "gpu-cluster-policy"
     )

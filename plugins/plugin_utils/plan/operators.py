@@ -75,8 +75,13 @@ def releases(inputs: Inputs) -> tuple[str, str]:
     )
 
 
+# Operators installed only with an opt-in: the operator -> the input that turns it on.
+OPT_IN = {"maintenance_operator": "nic_configuration"}
+
+
 def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
-    """Each operator's OLM subscription: the defaults, the catalog source, the overrides."""
+    """Each operator's OLM subscription: the defaults, the catalog source, the overrides; an
+    opt-in operator only when its opt-in is on (its overrides are checked either way)."""
     name = inputs.name("operators")
     given = inputs.checked("operators")
     known_keys(name, given, OPERATORS, "operator")
@@ -90,6 +95,9 @@ def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
     }
     result = {}
     for operator, defaults in OPERATOR_DEFAULTS.items():
+        if operator in OPT_IN and not inputs.checked(OPT_IN[operator]):
+            mapping(f"{name}.{operator}", given.get(operator))
+            continue
         where = f"{name}.{operator}"
         override = mapping(where, given.get(operator))
         known_keys(where, override, OPERATOR_KEYS)
