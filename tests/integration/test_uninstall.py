@@ -1,5 +1,5 @@
 """uninstall.yml on the local control plane: after each of the six configurations (and the two
-node groups of inventories/node-groups) it leaves
+node groups of inventories/node-groups, and the NIC firmware settings) it leaves
 none of the collection's objects (nor the CSVs its Subscriptions installed), keeps a user's
 objects of every same kind, removes in reverse order, writes nothing in check mode and nothing
 on a second run."""
@@ -28,6 +28,7 @@ CONFIGURATIONS = [
     "sriov-legacy-roce",
     "node-groups",
     "sriov-legacy-infiniband",
+    "nic-configuration-roce",
 ]
 USER_NAMESPACE = "team-rdma"
 SRIOV_NAMESPACE = "openshift-sriov-network-operator"
@@ -176,6 +177,24 @@ def user_objects() -> list[dict]:
             "99-team-kargs",
             spec={"kernelArguments": ["team=rdma"]},
         ),
+        obj(
+            "maintenance.nvidia.com/v1alpha1",
+            "MaintenanceOperatorConfig",
+            "team-maintenance",
+            USER_NAMESPACE,
+            {"maxParallelOperations": 2},
+        ),
+        obj(
+            "configuration.net.nvidia.com/v1alpha1",
+            "NicConfigurationTemplate",
+            "team-template",
+            USER_NAMESPACE,
+            {
+                "nodeSelector": {"example.com/team-pool": "none-yet"},
+                "nicSelector": {"nicType": "101d"},
+                "template": {"numVfs": 0, "linkType": "Ethernet"},
+            },
+        ),
     ]
 
 
@@ -256,7 +275,11 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
 ):
     nodes_for(harness, inventory)
     assert recap(site(run_playbook, inventory).stdout)["failed"] == 0
-    assert csvs(custom, OPERATOR_NAMESPACES), "the operators are installed"
+    nic_configuration = "nic-configuration" in inventory
+    namespaces = OPERATOR_NAMESPACES + (
+        ["nvidia-maintenance-operator"] if nic_configuration else []
+    )
+    assert csvs(custom, namespaces), "the operators are installed"
     policy = custom.get_cluster_custom_object(
         "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
     )
@@ -282,7 +305,7 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
     )
     assert recap(result.stdout)["failed"] == 0
     assert managed_left(kube) == []
-    assert [ns for ns in OPERATOR_NAMESPACES if exists(kube, _ns(ns))] == []
+    assert [ns for ns in namespaces if exists(kube, _ns(ns))] == []
     kept = [f"{o['kind']} {o['metadata']['name']}" for o in theirs if not exists(kube, o)]
     assert kept == [], f"user objects removed: {kept}"
 
@@ -308,9 +331,19 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
         lambda: registered(label_selector=ours).items == [],
         what="the CSV's webhooks unregistered",
     )
+    if nic_configuration:
+        # The templates go while the NIC Configuration Operator still runs, and without being
+        # asked the NICs are not reset first; the Maintenance Operator's config goes after the
+        # NicClusterPolicy, whose daemon asks it for maintenance.
+        assert "nicconfigurationtemplates" not in [
+            w.resource for w in audit.writes(ADMIN_USER) if w.verb == "patch"
+        ]
+        assert order.index("nicconfigurationtemplates") < order.index("nicclusterpolicies"), order
+        assert order.index("maintenanceoperatorconfigs") > order.index("nicclusterpolicies"), order
+        assert "NIC firmware settings: kept as they are" in " ".join(result.stdout.split())
     assert order.index("subscriptions") > order.index("nodefeaturediscoveries"), order
     assert order.index("clusterserviceversions") > order.index("subscriptions"), order
-    assert order.index("namespaces") == len(order) - len(OPERATOR_NAMESPACES), order
+    assert order.index("namespaces") == len(order) - len(namespaces), order
     assert not any(w.namespace == USER_NAMESPACE for w in deletes)
 
     again = AuditLog(control_plane.audit_log).mark()
