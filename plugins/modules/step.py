@@ -49,7 +49,8 @@ options:
       - The step, or C(all) for every step in order.
     type: str
     required: true
-    choices: [all, nfd, sriov-network-operator, network-operator, nic-node-policies, machine-config, gpu-operator, method]
+    choices: [all, nfd, sriov-network-operator, maintenance-operator, network-operator, nic-node-policies,
+              machine-config, nic-configuration, gpu-operator, method]
   method:
     description:
       - The RDMA method the calling role configures (with O(name=method)); the task fails,
@@ -125,7 +126,8 @@ summary:
   elements: str
 roles:
   description: The roles that run the steps asked for, in the order of the step table (the
-    RDMA method's role for C(method)); C(site.yml) runs them in this order.
+    RDMA method's role for C(method)); C(site.yml) runs them in this order. An opt-in step
+    the plan leaves off is left out, unless it has objects of the collection to remove.
   returned: always
   type: list
   elements: str
@@ -190,6 +192,24 @@ def message(engine: Engine, names: list[str]) -> str:
     return f"{', '.join(names)}: {counts}; {operators} operators Succeeded, {gates} gates met"
 
 
+def roles(engine: Engine, names: list[str]) -> list[str]:
+    """The roles of the steps, once each (network_operator runs two). An opt-in step the plan
+    leaves off has no role to run, unless it has something of the collection's to remove (the
+    opt-in was turned off)."""
+    removing = {
+        record["step"]
+        for record in engine.steps
+        if any(r["action"] == "deleted" for r in record.get("results") or [])
+    }
+    return list(
+        dict.fromkeys(
+            table.step(name).role_of(engine.plan)
+            for name in names
+            if table.step(name).enabled(engine.plan) or name in removing
+        )
+    )
+
+
 def before(module) -> None:
     mismatch = method_mismatch(module.params["method"], module.params["plan"])
     if mismatch:
@@ -222,14 +242,7 @@ def body(module, cluster, done) -> dict:
         "findings": engine.findings,
         "summary": summary(engine.findings),
         # A role that runs several steps (network_operator) is named once, at its first.
-        # An opt-in step the plan leaves off has no role to run.
-        "roles": list(
-            dict.fromkeys(
-                table.step(name).role_of(params["plan"])
-                for name in names
-                if table.step(name).enabled(params["plan"])
-            )
-        ),
+        "roles": roles(engine, names),
         "msg": message(engine, names),
     }
     if module._diff:

@@ -162,7 +162,12 @@ def test_somebody_elses_maintenance_operator_is_used_not_replaced(
         "v1",
         theirs,
         "operatorgroups",
-        {"metadata": {"name": "team"}, "spec": {"targetNamespaces": [theirs]}},
+        {
+            "apiVersion": "operators.coreos.com/v1",
+            "kind": "OperatorGroup",
+            "metadata": {"name": "team"},
+            "spec": {"targetNamespaces": [theirs]},
+        },
     )
     custom.create_namespaced_custom_object(
         "operators.coreos.com",
@@ -170,6 +175,8 @@ def test_somebody_elses_maintenance_operator_is_used_not_replaced(
         theirs,
         "subscriptions",
         {
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "Subscription",
             "metadata": {"name": "maintenance"},
             "spec": {
                 "name": "nvidia-maintenance-operator",
@@ -190,7 +197,8 @@ def test_somebody_elses_maintenance_operator_is_used_not_replaced(
         wait_for(succeeded, what="their Maintenance Operator's CSV Succeeded")
         audit = AuditLog(control_plane.audit_log).mark()
         result = site(run_playbook, INVENTORY)
-        output = " ".join(result.stdout.split())
+        # Ansible writes warnings to stderr.
+        output = " ".join((result.stdout + result.stderr).split())
         assert recap(result.stdout)["failed"] == 0
         assert (
             "the NVIDIA Maintenance Operator of Subscription team-maintenance/maintenance "

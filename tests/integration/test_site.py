@@ -136,9 +136,12 @@ def assert_nic_configuration(plan: dict, custom) -> None:
             ]
             assert condition["reason"] == "UpdateSuccessful", (name, condition)
             assert condition["observedGeneration"] == device["metadata"]["generation"]
-    assert custom.list_cluster_custom_object(
-        "maintenance.nvidia.com", "v1alpha1", "nodemaintenances"
-    )["items"] == []
+    assert (
+        custom.list_cluster_custom_object("maintenance.nvidia.com", "v1alpha1", "nodemaintenances")[
+            "items"
+        ]
+        == []
+    )
 
 
 def assert_converged(plan: dict, custom, core) -> None:

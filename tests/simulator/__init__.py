@@ -5,20 +5,28 @@ See README.md beside this file for exactly what it simulates.
 
 from __future__ import annotations
 
-from tests.simulator import olm, openshift, operators, pods
+from tests.simulator import maintenance, nic_configuration, olm, openshift, operators, pods
 from tests.simulator.catalog import load_catalog
 from tests.simulator.core import DelayGate, Simulator
 
 
 def build_simulator(api_client, interval: float = 0.2, webhooks=None) -> Simulator:
     """The simulator with every controller it plays, over the real reference catalog; with
-    webhooks (an admission.WebhookServer), OLM registers the policy webhooks it serves."""
+    webhooks (an admission.WebhookServer), OLM registers the policy webhooks it serves.
+
+    The order matters: the NIC Configuration and Maintenance Operators read the CSVs,
+    NicClusterPolicies and nodes that OLM and the operators before them listed in the same tick
+    (World.listed), so they cost no request while there is nothing for them to do; the
+    Maintenance Operator sees the NodeMaintenances the NIC configuration daemon asked for."""
+    gate = DelayGate()
     return Simulator(
         api_client,
         [
             openshift.ClusterVersionOperator(),
             *olm.controllers(load_catalog(), webhooks),
             *operators.controllers(),
+            nic_configuration.NicConfigurationOperator(gate),
+            maintenance.MaintenanceOperator(gate),
             pods.Pods(DelayGate()),
         ],
         interval=interval,

@@ -19,7 +19,7 @@ from tests.harness.controlplane import DEFAULT_STATE_DIR, api_client
 from tests.simulator import build_simulator
 from tests.simulator.admission import WebhookServer
 from tests.simulator.core import write_knobs
-from tests.simulator.nodes import Hardware, Nic, register_nodes, remove_nodes
+from tests.simulator.nodes import DEFAULT_NIC_TYPE, Hardware, Nic, register_nodes, remove_nodes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     nodes.add_argument("--gpus", type=int, default=8)
     nodes.add_argument("--fabric", choices=["roce", "infiniband"], default="roce")
     nodes.add_argument("--nic", action="append", help="NIC name (repeat for more rails)")
+    nodes.add_argument(
+        "--nic-type",
+        default=DEFAULT_NIC_TYPE,
+        help="the NICs' PCI device ID (default %(default)s, ConnectX-7; 101d ConnectX-6 Dx, "
+        "1023 ConnectX-8, a2dc BlueField-3, ...)",
+    )
     nodes.add_argument(
         "--no-nfd-labels", action="store_true", help="leave the NFD labels off (as before NFD runs)"
     )
@@ -116,7 +122,10 @@ def _command(args, client: k8s.ApiClient) -> int:
         default_nic = "ibs2f0" if args.fabric == "infiniband" else "ens8f0np0"
         hardware = Hardware(
             gpus=args.gpus,
-            nics=tuple(Nic(name, link_type) for name in (args.nic or [default_nic])),
+            nics=tuple(
+                Nic(name, link_type, nic_type=args.nic_type.lower())
+                for name in (args.nic or [default_nic])
+            ),
         )
         if args.replace:
             remove_nodes(client)

@@ -19,7 +19,11 @@ from tests.harness.controlplane import shared_dir
 # Which of the two OpenShift catalogs ships which package.
 CATALOG_PACKAGES = {
     "redhat-operators": {"nfd", "sriov-network-operator"},
-    "certified-operators": {"nvidia-network-operator", "gpu-operator-certified"},
+    "certified-operators": {
+        "nvidia-network-operator",
+        "gpu-operator-certified",
+        "nvidia-maintenance-operator",
+    },
 }
 MARKETPLACE_NAMESPACE = "openshift-marketplace"
 

@@ -52,6 +52,11 @@ DEFAULT_KNOBS: dict = {
     # lines as the pod's GPU_MEMORY says) or none (host memory); failure "" (a result),
     # connection_refused or wrong_gid (no result row).
     "perftest": {"bw_gbps": 180.47, "gpu_memory": "as_requested", "failure": ""},
+    # The NIC configuration daemon: error_reason (IncorrectSpec, SpecValidationFailed,
+    # NonVolatileConfigUpdateFailed, RuntimeConfigUpdateFailed or FirmwareError) makes the
+    # configured devices of error_nodes (empty: every node) end in that reason, at the step where
+    # the real daemon would meet it.
+    "nic_configuration": {"error_reason": "", "error_nodes": []},
 }
 
 
@@ -77,10 +82,12 @@ def merge(base: dict, override: dict) -> dict:
 
 @dataclass
 class World:
-    """What one tick of the loop sees: the API handles and the knobs in force."""
+    """What one tick of the loop sees: the API handles, the knobs in force, and the lists the
+    tick's controllers have made so far (`listed`, by kind: see list_cluster)."""
 
     api_client: client.ApiClient
     knobs: dict = field(default_factory=lambda: merge(DEFAULT_KNOBS, {}))
+    listed: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.core = client.CoreV1Api(self.api_client)
@@ -96,6 +103,26 @@ class DelayGate:
     def due(self, uid: str, step: str, delay: float) -> bool:
         first = self._first_due.setdefault((uid, step), time.monotonic())
         return time.monotonic() - first >= delay
+
+
+def list_cluster(
+    world: World, group: str, version: str, plural: str, reuse: bool = False
+) -> list[dict]:
+    """Every object of a kind in all namespaces (none when the kind is not served). The list is
+    kept in world.listed for the rest of the tick: with reuse, a controller that runs later
+    reads the last list of the kind made in this tick, if any, instead of asking again (it may
+    miss a status written since in the same tick; the next tick sees it)."""
+    key = (group, version, plural)
+    if reuse and key in world.listed:
+        return world.listed[key]
+    try:
+        items = world.custom.list_cluster_custom_object(group, version, plural)["items"]
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        items = []
+    world.listed[key] = items
+    return items
 
 
 def replace_status(world: World, group: str, version: str, plural: str, obj: dict) -> dict:

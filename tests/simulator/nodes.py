@@ -2,7 +2,9 @@
 nodes that have NVIDIA GPUs and NVIDIA (Mellanox) NICs.
 
 Each node also carries the hardware it pretends to have in the annotation HARDWARE_ANNOTATION
-(JSON: GPUs, and NICs with name, link type and MAC), which later simulated operators read.
+(JSON: GPUs, and NICs with name, link type, MAC, NIC type (PCI device ID; an annotation
+without `nicType` means DEFAULT_NIC_TYPE) and the VFs the firmware allows), which later
+simulated operators read.
 """
 
 from __future__ import annotations
@@ -29,12 +31,17 @@ NFD_GPU_NIC_LABELS = {
 }
 
 
+# The NIC type a NIC is unless told otherwise: ConnectX-7 (its PCI device ID).
+DEFAULT_NIC_TYPE = "1021"
+
+
 @dataclass(frozen=True)
 class Nic:
     name: str
     link_type: str = "eth"  # eth | ib
     mac: str = ""
     total_vfs: int = 0  # 0: what the NIC's firmware allows by default (16 on IB, 127 on Ethernet)
+    nic_type: str = DEFAULT_NIC_TYPE  # PCI device ID: 101d ConnectX-6 Dx, 1021 ConnectX-7, ...
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,7 @@ class Hardware:
                         "name": n.name,
                         "linkType": n.link_type,
                         "mac": n.mac,
+                        "nicType": n.nic_type,
                         **({"totalVfs": n.total_vfs} if n.total_vfs else {}),
                     }
                     for n in self.nics
@@ -68,7 +76,7 @@ def node_object(
     name: str, index: int, hardware: Hardware, nfd_labels: bool, labels: dict | None = None
 ) -> dict:
     nics = tuple(
-        Nic(n.name, n.link_type, n.mac or _mac(index, port), n.total_vfs)
+        Nic(n.name, n.link_type, n.mac or _mac(index, port), n.total_vfs, n.nic_type)
         for port, n in enumerate(hardware.nics)
     )
     hardware = Hardware(hardware.gpus, nics)
@@ -163,3 +171,13 @@ def register_nodes(
             core.patch_node_status(name, {"status": node_status()})
         names.append(name)
     return names
+
+
+def nic_type_of(nic: dict) -> str:
+    """The NIC type (PCI device ID) of a NIC of a hardware annotation."""
+    return str(nic.get("nicType") or DEFAULT_NIC_TYPE)
+
+
+def total_vfs_of(nic: dict) -> int:
+    """The VFs a NIC of a hardware annotation allows (its firmware's default when not given)."""
+    return int(nic.get("totalVfs") or (16 if nic["linkType"] == "ib" else 127))

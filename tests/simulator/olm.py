@@ -29,7 +29,14 @@ from kubernetes.client.rest import ApiException
 
 from tests.simulator.admission import SERVED_PATHS
 from tests.simulator.catalog import CATALOG_PACKAGES, MARKETPLACE_NAMESPACE, Catalog
-from tests.simulator.core import DelayGate, World, create_if_absent, now, replace_status
+from tests.simulator.core import (
+    DelayGate,
+    World,
+    create_if_absent,
+    list_cluster,
+    now,
+    replace_status,
+)
 
 GROUP = "operators.coreos.com"
 V1ALPHA1 = "v1alpha1"
@@ -71,6 +78,35 @@ def _owner(obj: dict, controller: bool = False) -> dict:
 
 def _package_label(package: str, namespace: str) -> str:
     return f"operators.coreos.com/{package}.{namespace}"
+
+
+def installed_namespace(world: World, package: str) -> str | None:
+    """Where the operator of a package runs: the namespace of its Succeeded CSV (the package
+    told by OLM's `operators.coreos.com/<package>.<namespace>` label or the CSV's name), or None.
+    With several (a cluster should have one), the package's own namespace when one of them is
+    there, else the oldest. Reads the CSVs the tick has listed already."""
+    found = [
+        csv
+        for csv in list_cluster(world, GROUP, V1ALPHA1, "clusterserviceversions", reuse=True)
+        if (csv.get("status") or {}).get("phase") == "Succeeded"
+        and (
+            csv["metadata"]["name"].startswith(f"{package}.v")
+            or any(
+                label.startswith(f"operators.coreos.com/{package}.")
+                for label in csv["metadata"].get("labels") or {}
+            )
+        )
+    ]
+    if not found:
+        return None
+    namespaces = {csv["metadata"]["namespace"] for csv in found}
+    if package in namespaces:
+        return package
+    oldest = min(
+        found,
+        key=lambda c: (c["metadata"].get("creationTimestamp") or "", c["metadata"]["namespace"]),
+    )
+    return oldest["metadata"]["namespace"]
 
 
 class Marketplace:
@@ -444,8 +480,7 @@ class ClusterServiceVersionController:
         return bundle.package if bundle else None
 
     def reconcile(self, world: World) -> None:
-        csvs = world.custom.list_cluster_custom_object(GROUP, V1ALPHA1, "clusterserviceversions")
-        for csv in csvs["items"]:
+        for csv in list_cluster(world, GROUP, V1ALPHA1, "clusterserviceversions"):
             status = csv.get("status") or {}
             phase = status.get("phase")
             if phase == "Succeeded":
@@ -518,9 +553,8 @@ class WebhookRegistrar:
         registered = api.list_validating_webhook_configuration(
             label_selector="olm.owner.kind=ClusterServiceVersion"
         ).items
-        csvs = world.custom.list_cluster_custom_object(GROUP, V1ALPHA1, "clusterserviceversions")
         wanted = set()
-        for csv in csvs["items"]:
+        for csv in list_cluster(world, GROUP, V1ALPHA1, "clusterserviceversions"):
             if (csv.get("status") or {}).get("phase") != "Succeeded":
                 continue
             for definition in csv["spec"].get("webhookdefinitions") or []:

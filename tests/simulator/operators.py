@@ -7,9 +7,10 @@
   InProgress, then Succeeded, or Failed by knob); SriovNetwork/SriovIBNetwork render a
   NetworkAttachmentDefinition.
 - NVIDIA Network Operator: NicClusterPolicy status.state notReady, then ready (or never, or
-  flapping between the two, by knob), again after every spec change; NicNodePolicy status with
-  its three applied states, error on a node two policies select; Macvlan/IPoIB/HostDevice
-  networks render a NAD.
+  flapping between the two, by knob), again after every spec change, with one applied state
+  per section (state-nic-configuration-operator for nicConfigurationOperator); NicNodePolicy
+  status with its three applied states, error on a node two policies select;
+  Macvlan/IPoIB/HostDevice networks render a NAD.
 - GPU Operator: ClusterPolicy status.state notReady, then ready (or never, by knob).
 - Machine Config Operator: `master` and `worker` pools; a change of the role's MachineConfigs
   renders a new configuration, the pool is Updating, then Updated.
@@ -33,11 +34,17 @@ from tests.simulator.core import (
     DelayGate,
     World,
     create_if_absent,
+    list_cluster,
     now,
     replace_status,
     selector_matches,
 )
-from tests.simulator.nodes import HARDWARE_ANNOTATION, NFD_GPU_NIC_LABELS, node_status
+from tests.simulator.nodes import (
+    HARDWARE_ANNOTATION,
+    NFD_GPU_NIC_LABELS,
+    node_status,
+    total_vfs_of,
+)
 
 SOURCE_ANNOTATION = "simulator.gpudirect.rdma/source"
 SRIOV_NAMESPACE_DEFAULT = "openshift-sriov-network-operator"
@@ -48,9 +55,16 @@ def hardware_of(node: dict) -> dict | None:
     return json.loads(raw) if raw else None
 
 
-def fake_nodes(world: World) -> list[dict]:
-    items = world.api_client.sanitize_for_serialization(world.core.list_node())["items"]
-    return [n for n in items if hardware_of(n) is not None]
+NODES = ("", "v1", "nodes")  # the key of the tick's node list in World.listed
+
+
+def fake_nodes(world: World, reuse: bool = False) -> list[dict]:
+    """The nodes the simulator registered (those with a hardware annotation). The list is kept
+    for the rest of the tick; with reuse, the last one made in this tick is read again."""
+    if not (reuse and NODES in world.listed):
+        items = world.api_client.sanitize_for_serialization(world.core.list_node())["items"]
+        world.listed[NODES] = items
+    return [n for n in world.listed[NODES] if hardware_of(n) is not None]
 
 
 def _set_status(
@@ -61,12 +75,8 @@ def _set_status(
 
 
 def _list(world: World, group: str, version: str, plural: str) -> list[dict]:
-    try:
-        return world.custom.list_cluster_custom_object(group, version, plural)["items"]
-    except ApiException as error:
-        if error.status == 404:
-            return []
-        raise
+    # Always a fresh list; it is kept for later controllers of the tick (core.list_cluster).
+    return list_cluster(world, group, version, plural)
 
 
 class Nfd:
@@ -145,19 +155,22 @@ class NetworkOperator(_ReadyAfterDelay):
         "network_operator",
     )
 
+    # The state each section of the spec renders (status.appliedStates); most are named after
+    # their section, the NIC Configuration Operator's as the operator names it.
+    STATES = {
+        "ofedDriver": "state-ofedDriver",
+        "rdmaSharedDevicePlugin": "state-rdmaSharedDevicePlugin",
+        "sriovDevicePlugin": "state-sriovDevicePlugin",
+        "secondaryNetwork": "state-secondaryNetwork",
+        "nvIpam": "state-nvIpam",
+        "nicConfigurationOperator": "state-nic-configuration-operator",
+    }
+
     def status(self, obj: dict, state: str) -> dict:
-        components = [
-            k
-            for k in (
-                "ofedDriver",
-                "rdmaSharedDevicePlugin",
-                "sriovDevicePlugin",
-                "secondaryNetwork",
-                "nvIpam",
-            )
-            if k in (obj.get("spec") or {})
+        spec = obj.get("spec") or {}
+        applied = [
+            {"name": name, "state": state} for key, name in self.STATES.items() if key in spec
         ]
-        applied = [{"name": f"state-{c}", "state": state} for c in components]
         return {"state": state, "appliedStates": applied}
 
 
@@ -358,7 +371,7 @@ class SriovOperator:
                         "deviceID": "101d",
                         "linkType": "IB" if nic["linkType"] == "ib" else "ETH",
                         "mac": nic["mac"],
-                        "totalvfs": nic.get("totalVfs") or (16 if nic["linkType"] == "ib" else 127),
+                        "totalvfs": total_vfs_of(nic),
                         "numVfs": policy["spec"]["numVfs"] if policy else 0,
                         "pciAddress": f"0000:{len(interfaces) + 0x17:02x}:00.0",
                     }
