@@ -559,3 +559,83 @@ def test_a_foreign_nic_cluster_policy_with_a_section_the_nic_node_policies_plan_
         "section in both kinds. Remove those sections from it (or the policy), or set "
         "gpudirect_rdma_nic_policy_model: cluster"
     ]
+
+
+# -- the NIC firmware settings (gpudirect_rdma_nic_configuration) --------------------------------
+def nic_devices(facts: Facts, nic_type: str = "1021") -> list[dict]:
+    return [
+        {"name": f"{n['name']}-{nic_type}-0000-08-00", "node": n["name"], "type": nic_type}
+        for n in facts.nodes
+    ]
+
+
+def test_nic_types_are_checked_once_the_daemon_lists_the_nics():
+    plan = plan_of("nic-configuration-roce")
+    facts = healthy(plan)
+    findings, checks = run(plan, facts)
+    assert ("nic-configuration", "skipped") in checks
+    facts.nic_config_devices = nic_devices(facts)
+    findings, checks = run(plan, facts)
+    assert ("nic-configuration", "ok") in checks
+    assert messages(findings, "error") == []
+    facts.nic_config_devices = nic_devices(facts, "101d")
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == [
+        "nic-configuration: gpudirect_rdma_nic_type ConnectX-7 (1021): no NicDevice of that type "
+        "on the selected nodes (they have ConnectX-6 Dx (101d)); its template would configure "
+        "nothing"
+    ]
+
+
+def test_somebody_elses_template_on_the_same_devices_is_an_error_and_a_narrowed_one_a_warning():
+    plan = plan_of("nic-configuration-roce")
+    facts = healthy(plan)
+    theirs = {
+        "metadata": {"name": "site-cx7", "namespace": "nvidia-network-operator"},
+        "spec": {"nodeSelector": {}, "nicSelector": {"nicType": "1021"}},
+    }
+    facts.nic_config_templates = [theirs]
+    findings, _checks = run(plan, facts)
+    (error,) = messages(findings, "error")
+    assert (
+        "NicConfigurationTemplate nvidia-network-operator/site-cx7 (not gpudirect.rdma's) " in error
+    )
+    assert "selects nicType 1021 on worker-0, worker-1, as gpudirect-rdma-connectx-7 does" in error
+    theirs["spec"]["nicSelector"]["pciAddresses"] = ["0000:3b:00.0"]
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == []
+    assert any("narrows it to some devices" in w for w in messages(findings, "warning"))
+    # Another NIC type, or nodes of its own, or our own template: nothing to say.
+    theirs["spec"]["nicSelector"] = {"nicType": "101d"}
+    facts.nic_config_templates = [
+        theirs,
+        {**build_objects(plan)[-1], "metadata": {"name": "x", "labels": OURS}},
+    ]
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == []
+
+
+def test_somebody_elses_maintenance_operator_is_a_warning_that_it_is_used():
+    plan = plan_of("nic-configuration-roce")
+    facts = healthy(plan)
+    facts.maintenance_elsewhere = "Subscription openshift-operators/maintenance"
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == []
+    (warning,) = messages(findings, "warning")
+    assert "Subscription openshift-operators/maintenance was installed by somebody else" in warning
+    assert "used, not replaced" in warning
+
+
+def test_a_link_type_or_vf_count_the_templates_change_is_a_warning_not_an_error():
+    plan = plan_of("nic-configuration-roce")
+    facts = healthy(plan)
+    for interfaces in facts.node_states.values():
+        for nic in interfaces:
+            nic.update(linkType="IB", totalvfs=0)
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == []
+    warnings = messages(findings, "warning")
+    assert any("the NIC configuration sets ETH in its firmware" in w for w in warnings), warnings
+    without = plan_of("sriov-legacy-roce")
+    findings, _checks = run(without, facts)
+    assert any("has link type IB" in e for e in messages(findings, "error"))
