@@ -21,6 +21,7 @@ from kubernetes.client.rest import ApiException
 
 from tests.harness.controlplane import REPO_ROOT
 from tests.integration.helpers import wait_for
+from tests.integration.test_simulator import _operator_group
 from tests.simulator.core import World
 from tests.simulator.nodes import HARDWARE_ANNOTATION, Hardware, Nic, node_object, register_nodes
 from tests.simulator.olm import installed_namespace
@@ -47,21 +48,6 @@ GDR_TEMPLATE = {
 
 
 # -- OLM -------------------------------------------------------------------------------------
-
-
-def _operator_group(custom, namespace, targets):
-    custom.create_namespaced_custom_object(
-        "operators.coreos.com",
-        "v1",
-        namespace,
-        "operatorgroups",
-        {
-            "apiVersion": "operators.coreos.com/v1",
-            "kind": "OperatorGroup",
-            "metadata": {"name": "group", "namespace": namespace},
-            "spec": {"targetNamespaces": targets},
-        },
-    )
 
 
 def _install(custom, core, package, targets=None, **spec):
