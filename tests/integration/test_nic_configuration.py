@@ -9,6 +9,7 @@ test_uninstall's.)"""
 
 from __future__ import annotations
 
+import re
 import tarfile
 import time
 
@@ -43,6 +44,13 @@ def reason_of(device: dict) -> str | None:
         if condition["type"] == "ConfigUpdateInProgress":
             return condition.get("reason")
     return None
+
+
+def gate_seconds(output: str) -> int:
+    """How long the NIC configuration gate waited before it failed, as its message says."""
+    found = re.search(r"gate 'NicConfigurationTemplate [^']+' failed after (\d+)s", output)
+    assert found, output[-3000:]
+    return int(found[1])
 
 
 def archive_of(output: str, tmp_path) -> dict[str, str]:
@@ -87,6 +95,7 @@ def test_each_device_error_ends_the_play_at_once_with_its_device_node_and_messag
     assert result.returncode != 0
     assert "gate 'NicConfigurationTemplate gpudirect-rdma-connectx-7 applied' failed" in output
     assert "on node worker-1: " + words in output, result.stdout[-3000:]
+    assert gate_seconds(output) < GATE_TIMEOUT
     assert took < 4 * GATE_TIMEOUT, f"{took:.0f}s"
     # It failed before the RDMA method's objects and the GPU Operator.
     assert not custom.list_cluster_custom_object("nvidia.com", "v1", "clusterpolicies")["items"]
@@ -120,6 +129,7 @@ def test_a_paused_maintenance_operator_is_reported_as_the_reason_not_as_a_timeou
     ), result.stdout[-3000:]
     assert "stays UpdateStarted" in output
     assert "not reached after" not in output
+    assert gate_seconds(output) < GATE_TIMEOUT
     assert took < 4 * GATE_TIMEOUT, f"{took:.0f}s"
     files = archive_of(result.stdout, tmp_path)
     maintenances = yaml.safe_load(files["nodemaintenances.yaml"])
