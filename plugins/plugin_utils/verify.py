@@ -19,6 +19,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_configuration import (
     nic_type,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.nic_configuration import condition
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.perftest import PerftestError, parse
 
 COMPONENT = "verify"
@@ -124,14 +125,7 @@ def nic_devices(devices: list[dict], nodes: list[str]) -> list[dict]:
         status = device.get("status") or {}
         if status.get("node") not in nodes:
             continue
-        condition = next(
-            (
-                c
-                for c in status.get("conditions") or []
-                if c.get("type") == "ConfigUpdateInProgress"
-            ),
-            {},
-        )
+        state = condition(device) or {}
         found.append(
             {
                 "node": status.get("node"),
@@ -144,7 +138,7 @@ def nic_devices(devices: list[dict], nodes: list[str]) -> list[dict]:
                     )
                     for p in status.get("ports") or []
                 ],
-                "configuration": condition.get("reason") or "none",
+                "configuration": state.get("reason") or "none",
             }
         )
     return sorted(found, key=lambda d: (d["node"], d["name"]))

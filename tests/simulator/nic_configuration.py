@@ -42,7 +42,14 @@ import json
 
 from kubernetes.client.rest import ApiException
 
-from tests.simulator.core import DelayGate, World, list_cluster, now, replace_status
+from tests.simulator.core import (
+    DelayGate,
+    World,
+    list_cluster,
+    now,
+    replace_status,
+    selector_matches,
+)
 from tests.simulator.nodes import nic_type_of, total_vfs_of
 from tests.simulator.olm import installed_namespace
 from tests.simulator.operators import fake_nodes, hardware_of
@@ -253,7 +260,7 @@ def _try(call, *args):
 
 def _matches(template: dict, device: dict, labels: dict) -> bool:
     spec = template.get("spec") or {}
-    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+    if not selector_matches(spec.get("nodeSelector"), labels):
         return False
     selector = spec.get("nicSelector") or {}
     status = device.get("status") or {}

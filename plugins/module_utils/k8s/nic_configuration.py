@@ -12,6 +12,11 @@ gate at once, with that as the reason: nothing would move before the timeout.
 
 from __future__ import annotations
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_configuration import (
+    API_VERSION,
+    MAINTENANCE_API_VERSION,
+    MAINTENANCE_CONFIG_NAME,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     Gate,
@@ -19,8 +24,6 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     identity,
 )
 
-API_VERSION = "configuration.net.nvidia.com/v1alpha1"
-MAINTENANCE_API_VERSION = "maintenance.nvidia.com/v1alpha1"
 CONDITION = "ConfigUpdateInProgress"
 APPLIED = "UpdateSuccessful"
 PROGRESS = {
@@ -38,7 +41,8 @@ ERRORS = (
 MAINTENANCE_PREFIX = "nic-configuration-operator-maintenance-"
 
 
-def _condition(obj: dict, kind: str) -> dict | None:
+def condition(obj: dict, kind: str = CONDITION) -> dict | None:
+    """The object's status condition of this type (ConfigUpdateInProgress unless another)."""
     conditions = (obj.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c.get("type") == kind), None)
 
@@ -48,7 +52,7 @@ def maintenance_state(maintenance: dict | None) -> str:
     Scheduled, Cordon, WaitForPodCompletion, Draining, Ready), or that nothing answers it."""
     if maintenance is None:
         return "no NodeMaintenance"
-    ready = _condition(maintenance, "Ready")
+    ready = condition(maintenance, "Ready")
     if ready is None:
         return "no status (is the Maintenance Operator running?)"
     return ready.get("reason") or ready.get("status") or "unknown"
@@ -63,8 +67,13 @@ def _paused(cluster) -> str | None:
     for config in configs:
         metadata = config.get("metadata") or {}
         unavailable = (config.get("spec") or {}).get("maxUnavailable")
-        if metadata.get("name") == "default" and str(unavailable).strip() in ("0", "0%"):
-            return f"MaintenanceOperatorConfig {metadata.get('namespace')}/default"
+        if metadata.get("name") == MAINTENANCE_CONFIG_NAME and str(unavailable).strip() in (
+            "0",
+            "0%",
+        ):
+            return (
+                f"MaintenanceOperatorConfig {metadata.get('namespace')}/{MAINTENANCE_CONFIG_NAME}"
+            )
     return None
 
 
@@ -124,17 +133,17 @@ def observe(cluster, gate: Gate) -> Observation:
         ) != bool(spec.get("resetToDefault")):
             waiting.append(f"{where}: its spec does not hold this template yet")
             continue
-        condition = _condition(device, CONDITION)
-        if condition is None:
+        state = condition(device)
+        if state is None:
             waiting.append(f"{where}: no {CONDITION} condition yet")
             continue
         generation = (device.get("metadata") or {}).get("generation")
-        observed = condition.get("observedGeneration")
+        observed = state.get("observedGeneration")
         if generation is not None and observed is not None and observed < generation:
             waiting.append(f"{where}: the daemon has not seen generation {generation} yet")
             continue
-        reason = condition.get("reason")
-        message = condition.get("message") or ""
+        reason = state.get("reason")
+        message = state.get("message") or ""
         if reason == APPLIED:
             continue
         if reason in ERRORS:
