@@ -185,9 +185,9 @@ def pool_gates(pool: str | None, names: list[str], removed: list[str]) -> list[d
     ]
 
 
-def node_states_synced(namespace: str, while_: str = "VFs are created") -> dict:
+def node_states_synced(namespace: str, while_: str = "VFs are created", min_count: int = 1) -> dict:
     """Every SR-IOV node state in namespace has synced its node to the policies (Failed stops
-    the wait)."""
+    the wait); at least min_count of them exist."""
     return {
         "gate": "SR-IOV node states synced",
         "api_version": "sriovnetwork.openshift.io/v1",
@@ -196,6 +196,7 @@ def node_states_synced(namespace: str, while_: str = "VFs are created") -> dict:
         "path": "status.syncStatus",
         "equals": "Succeeded",
         "fail_on": ["Failed"],
+        "min_count": min_count,
         "hint": (
             f"oc -n {namespace} get sriovnetworknodestates -o yaml (status.lastSyncError); "
             f"nodes drain and reboot while {while_}"

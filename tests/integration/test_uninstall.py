@@ -17,6 +17,7 @@ from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT
 from tests.integration.helpers import wait_for
 from tests.integration.test_site import nodes_for, recap, site
+from tests.simulator.nodes import remove_nodes
 
 UNINSTALL = REPO_ROOT / "playbooks" / "uninstall.yml"
 MANAGED = "app.kubernetes.io/managed-by=gpudirect.rdma"
@@ -396,3 +397,32 @@ def test_namespaces_that_existed_before_or_hold_a_users_objects_are_kept(
     assert not exists(kube, _ns("openshift-nfd"))
     delete(kube, theirs)
     core.delete_namespace("nvidia-gpu-operator")
+
+
+def test_sriov_policies_on_a_cluster_whose_nodes_left_are_removed_without_waiting_for_vfs(
+    run_playbook, harness, custom, kube
+):
+    """No SriovNetworkNodeState is left once the SR-IOV nodes are gone: there is no VF to wait
+    for, so uninstall deletes the policies and goes on instead of waiting for a state."""
+    nodes_for(harness, "sriov-legacy-roce")
+    site(run_playbook, "sriov-legacy-roce")
+    remove_nodes(harness)
+    wait_for(
+        lambda: (
+            not custom.list_namespaced_custom_object(
+                "sriovnetwork.openshift.io", "v1", SRIOV_NAMESPACE, "sriovnetworknodestates"
+            )["items"]
+        ),
+        what="the node states of the gone nodes deleted",
+    )
+    result = run_playbook(
+        UNINSTALL,
+        "-e",
+        "uninstall_namespaces=true",
+        "-e",
+        "uninstall_machine_configs=true",
+        "-e",
+        "uninstall_timeout=90",
+    )
+    assert recap(result.stdout)["failed"] == 0
+    assert managed_left(kube) == []

@@ -194,6 +194,8 @@ def test_uninstall_waits_for_what_a_removal_sets_off():
     (states,) = method.uninstall_gates(deleted)
     assert states["namespace"] == "sriov"
     assert "VFs are removed" in states["hint"]
+    # No node state left (no SR-IOV node, or the operator gone): no VF to wait for.
+    assert states["min_count"] == 0
     renders, updated = machine_config.uninstall_gates(deleted)
     assert "name" not in renders  # every pool
     assert renders["excludes"] == ["99-x"]
