@@ -81,8 +81,12 @@ unit: venv ## unit tests (no cluster)
 sanity: venv ## ansible-test sanity, every test, on the venv's Python (no Docker, no Galaxy)
 	PYTHON=$(BIN)/python hack/ansible-test.sh
 
+.PHONY: browser
+browser: ## Debian's Chromium, for the test that opens the verify report's page (installed when missing)
+	bash hack/install-browser.sh
+
 .PHONY: integration
-integration: venv ## integration tests and the molecule scenario against their own local control plane
+integration: venv browser ## integration tests and the molecule scenario against their own local control plane
 	@set -e; trap '$(MAKE) --no-print-directory cluster-down STATE_DIR=$(TEST_STATE_DIR)' EXIT; \
 	$(MAKE) --no-print-directory cluster-up STATE_DIR=$(TEST_STATE_DIR); \
 	export GPUDIRECT_RDMA_STATE_DIR=$(abspath $(TEST_STATE_DIR)) K8S_AUTH_KUBECONFIG=$(abspath $(TEST_STATE_DIR))/kubeconfig; \

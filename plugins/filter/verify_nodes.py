@@ -10,7 +10,8 @@ short_description: The nodes that can run the GPUDirect bandwidth test
 description:
   - From Node objects (as M(kubernetes.core.k8s_info) returns them), the names of those that are
     schedulable and advertise C(nvidia.com/gpu) and every rail's RDMA resource of the plan (of
-    the node group O(group)), sorted; and, for the others, why not.
+    the node group O(group)), sorted; for the others, why not; and how many GPUs each node
+    advertises (what a test pod asks for, to choose each rail's GPU from).
 options:
   _input:
     description: Node objects.
@@ -44,6 +45,9 @@ _value:
     ineligible:
       description: For every other node, why (cordoned, or the resources it lacks).
       type: dict
+    gpus:
+      description: For every node given, how many C(nvidia.com/gpu) it advertises as allocatable.
+      type: dict
 """
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
@@ -51,6 +55,7 @@ from ansible.errors import AnsibleFilterError  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
     eligible_nodes,
+    gpu_counts,
     group_view,
 )
 
@@ -66,7 +71,7 @@ def verify_nodes(nodes, plan, group=None):
     except ValueError as error:
         raise AnsibleFilterError(f"gpudirect.rdma.verify_nodes: {error}") from error
     eligible, ineligible = eligible_nodes(view, args["_input"])
-    return {"eligible": eligible, "ineligible": ineligible}
+    return {"eligible": eligible, "ineligible": ineligible, "gpus": gpu_counts(args["_input"])}
 
 
 class FilterModule:

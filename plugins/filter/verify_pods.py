@@ -8,12 +8,17 @@ author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: The GPUDirect bandwidth test pods of a plan
 description:
-  - One pod per rail for the given role, in the network's namespace, pinned to O(node), asking for
-    C(nvidia.com/gpu=1) and the rail's RDMA resource, attached to the rail's network
-    (C(k8s.v1.cni.cncf.io/networks)), with C(IPC_LOCK).
-  - Each pod runs the collection's test script, which finds the RDMA device behind C(net1), the
-    RoCE v2 GID index of its address on Ethernet (never assumed), the GPU on the NIC's NUMA node,
-    and runs C(ib_write_bw --use_cuda) (with C(--use_cuda_dmabuf) in DMA-BUF mode).
+  - One pod for the given role (a list of one), in the network's namespace, pinned to O(node),
+    asking for O(gpus) C(nvidia.com/gpu) and one of each rail's RDMA resource, attached to every
+    rail's network in rail order (C(k8s.v1.cni.cncf.io/networks); rail N is C(net<N+1>) in the
+    pod), with C(IPC_LOCK).
+  - The pod runs the collection's test script. For each rail it finds the RDMA device behind the
+    rail's interface, the RoCE v2 GID index of its address on Ethernet (never assumed), and the
+    GPU closest to that device in C(nvidia-smi topo -m) (C(PIX), then C(PXB), C(PHB), C(NODE),
+    C(SYS); of GPUs as close, one no earlier rail took), then runs one
+    C(ib_write_bw --use_cuda) per rail, all at once (with C(--use_cuda_dmabuf) in DMA-BUF mode;
+    rail N on port O(port)+N). It prints the matrix and each rail's output between markers, which
+    P(gpudirect.rdma.verify_report#filter) reads.
 options:
   _input:
     description: The plan from M(gpudirect.rdma.plan).
@@ -34,10 +39,16 @@ options:
         required when the plan has several. With several groups the pods' names carry the
         group's name and the label C(gpudirect.rdma/node-group).
     type: str
+  gpus:
+    description:
+      - How many GPUs the pod asks for, to choose each rail's GPU from; the node's whole count
+        lets every rail take the GPU on its NIC's PCIe switch.
+    type: int
+    default: 1
   servers:
     description:
-      - For clients, the running server pods (as M(kubernetes.core.k8s_info) returns them); each
-        client connects to its rail's server at the C(net1) address of the server's
+      - For clients, the running server pods (as M(kubernetes.core.k8s_info) returns them); the
+        client's rail N connects to the server's C(net<N+1>) address of its
         C(k8s.v1.cni.cncf.io/network-status) annotation.
     type: list
     elements: dict
@@ -70,7 +81,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: Pod objects, one per rail.
+  description: Pod objects (one).
   type: list
   elements: dict
 """
@@ -89,7 +100,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # 
 )
 
 
-def verify_pods(plan, role, node, servers=None, group=None, **settings):
+def verify_pods(plan, role, node, servers=None, group=None, gpus=1, **settings):
     """settings: image, perftest, duration, size, qps, port (see DOCUMENTATION)."""
     given = {
         "_input": plan,
@@ -97,6 +108,7 @@ def verify_pods(plan, role, node, servers=None, group=None, **settings):
         "node": node,
         "servers": servers,
         "group": group,
+        "gpus": gpus,
         **settings,
     }
     args = validate(DOCUMENTATION, "gpudirect.rdma.verify_pods", given)
@@ -108,9 +120,9 @@ def verify_pods(plan, role, node, servers=None, group=None, **settings):
     try:
         view = group_view(args["_input"], args["group"])
         if args["role"] == "server":
-            return server_pods(view, args["node"], settings)
+            return server_pods(view, args["node"], settings, args["gpus"])
         addresses = server_addresses(view, args["servers"])
-        return client_pods(view, args["node"], settings, addresses)
+        return client_pods(view, args["node"], settings, addresses, args["gpus"])
     except (KeyError, ValueError) as error:
         raise AnsibleFilterError(f"gpudirect.rdma.verify_pods: {error}") from error
 

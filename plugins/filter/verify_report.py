@@ -9,10 +9,17 @@ version_added: 0.1.0
 short_description: Judge a GPUDirect bandwidth test run from its pods' logs
 description:
   - Takes the test pods' logs by pod name (the names P(gpudirect.rdma.verify_pods#filter) gives).
-  - Parses each pair's server and client logs with P(gpudirect.rdma.perftest_results#filter) and
-    judges the pair. It passes when both logs hold a result, the client's average bandwidth
-    reaches O(min_gbps), and both sides registered GPU memory the way the plan says (DMA-BUF or
-    nvidia-peermem).
+  - Splits each pod's log into its rails (the script prints each rail's C(ib_write_bw) output
+    between markers) and its C(nvidia-smi topo -m) matrix, which
+    P(gpudirect.rdma.gpu_nic_topology#filter)'s code reads.
+  - Parses each pair's server and client output with P(gpudirect.rdma.perftest_results#filter)
+    and judges the pair. It passes when both sides hold a result, the client's average bandwidth
+    reaches O(min_gbps), both sides registered GPU memory the way the plan says (DMA-BUF or
+    nvidia-peermem), and on both sides the GPU the rail used shares a PCIe switch with the
+    rail's NIC (C(PIX) or C(PXB)). A path through C(PHB), C(NODE) or C(SYS), or a pod that
+    printed no matrix, fails the pair unless O(allow_cross_switch).
+  - Judges the host checks from the facts each pod printed (see RV(_value.host_checks)); a failed
+    one fails the report.
   - Returns the pairs with their numbers and problems, an overall verdict, and a table to print.
 options:
   _input:
@@ -41,6 +48,12 @@ options:
     type: list
     elements: dict
     default: []
+  allow_cross_switch:
+    description:
+      - Accept a pair whose GPU reaches its NIC through the CPU (C(PHB), C(NODE), C(SYS)) or
+        whose path is unknown; the report lists it as a warning instead of a problem.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -62,13 +75,49 @@ _value:
     pairs:
       description: Per rail (of each node group, named by C(group) when there are several), the
         nodes, the client's numbers (C(bw_average_gbps), C(bw_peak_gbps), C(msg_rate_mpps),
-        C(device), C(link_type), C(gid_index), C(gpu_memory)), C(passed) and C(problems).
+        C(device), C(link_type), C(gid_index), C(gpu_memory)), C(passed), C(problems) and
+        C(warnings).
       type: list
       elements: dict
+      contains:
+        server_gpu:
+          description: The GPU the server side of the rail used and its path to the rail's NIC.
+          type: dict
+          contains:
+            gpu:
+              description: The GPU's index (C(GPU<n>) of C(nvidia-smi topo -m), the CUDA device
+                with C(CUDA_DEVICE_ORDER=PCI_BUS_ID)); null when the pod never chose one.
+              type: int
+            bus_id:
+              description: The GPU's PCI bus id as C(nvidia-smi) prints it (C(00000000:18:00.0)).
+              type: str
+            nic:
+              description: The rail's RDMA device (C(mlx5_0)).
+              type: str
+            relation:
+              description: C(PIX), C(PXB), C(PHB), C(NODE), C(SYS), or C(unknown) without a matrix.
+              type: str
+            closest:
+              description: The best relation any GPU of the node has to that NIC.
+              type: str
+        client_gpu:
+          description: The same for the client side.
+          type: dict
     nic_devices:
       description: The tested nodes' NICs as the NIC configuration daemon reports them (C(node),
         C(name), C(type), C(firmware), C(ports) as pci/netdev/RDMA device, C(configuration), the
         reason of C(ConfigUpdateInProgress)); empty without the NIC configuration.
+      type: list
+      elements: dict
+    host_checks:
+      description:
+        - The host checks of every tested node, from the facts its pod printed before the traffic
+          (kernel command line, GPU driver flavour, nvidia_peermem, per rail the port state, the
+          MTU and the ACS control of the PCIe bridges between the rail's GPU and NIC).
+        - Each is C(node), C(check) (C(acs), C(iommu), C(gpu-driver), C(peermem), C(link),
+          C(mtu), or C(facts) when the pod printed none), C(rail) for a rail's, C(status)
+          (C(ok), C(warning), C(failure), C(unknown)), C(detail), C(fix) and C(reference); and
+          C(group) with node groups. A C(failure) fails the report.
       type: list
       elements: dict
     table:
@@ -81,12 +130,13 @@ from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
+    host_findings,
     report,
     runs_from_logs,
 )
 
 
-def verify_report(logs, plan, pairs, min_gbps, nic_devices=None):
+def verify_report(logs, plan, pairs, min_gbps, nic_devices=None, allow_cross_switch=False):
     args = validate(
         DOCUMENTATION,
         "gpudirect.rdma.verify_report",
@@ -96,11 +146,19 @@ def verify_report(logs, plan, pairs, min_gbps, nic_devices=None):
             "pairs": pairs,
             "min_gbps": min_gbps,
             "nic_devices": nic_devices if nic_devices is not None else [],
+            "allow_cross_switch": allow_cross_switch,
         },
     )
     try:
         runs = runs_from_logs(args["plan"], args["_input"], args["pairs"])
-        return report(args["plan"], runs, args["min_gbps"], args["nic_devices"])
+        return report(
+            args["plan"],
+            runs,
+            args["min_gbps"],
+            args["nic_devices"],
+            allow_cross_switch=args["allow_cross_switch"],
+            findings=host_findings(args["plan"], args["_input"], args["pairs"]),
+        )
     except ValueError as error:
         raise AnsibleFilterError(f"gpudirect.rdma.verify_report: {error}") from error
     except (KeyError, IndexError, TypeError) as error:

@@ -1,15 +1,25 @@
-"""The GPUDirect bandwidth test: a server and a client pod per rail, and the report of a run.
+"""The GPUDirect bandwidth test: a server pod and a client pod per node group, and the report.
 
-Each pod asks for one GPU and the rail's RDMA resource, attaches the rail's network, may lock
-memory (IPC_LOCK), and runs verify_test.sh (beside this file), which finds its RDMA device, GID
-index and GPU and runs ib_write_bw. The client gets the server's net1 address. With node groups,
-each group is tested between two of its own nodes, on its own rails and networks: the pods carry
-the group's name, and the report one pair per rail of every group.
+Each pod holds a whole node's worth of the test: it asks for the GPUs it may choose from (by
+default all the node advertises) and one of each rail's RDMA resource, attaches every rail's
+network (net1 is rail 0's, net2 rail 1's, ...), may lock memory (IPC_LOCK), and runs
+verify_test.sh (beside this file). For each rail the script finds the RDMA device and GID index
+behind the interface and the GPU closest to that device on the PCIe tree (`nvidia-smi topo -m`),
+runs one ib_write_bw per rail, all at once, and prints the matrix and each rail's output between
+markers. The client gets the servers' addresses, one per rail. With node groups, each group is
+tested between two of its own nodes, on its own rails and networks: the pods carry the group's
+name, and the report one pair per rail of every group.
+
+A pair passes when both sides parsed, the client's average reaches the threshold, GPU memory was
+used the way the plan says, and on both sides the GPU and the NIC share a PCIe switch (PIX or
+PXB); PHB, NODE or SYS (the path crosses the CPU's root complex), or a pod that printed no
+matrix, fail the pair unless cross-switch pairs are allowed.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
@@ -20,7 +30,12 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_config
     nic_type,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.nic_configuration import condition
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import host_checks
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.perftest import PerftestError, parse
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.topology import TopologyError
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.topology import (
+    parse as parse_topology,
+)
 
 COMPONENT = "verify"
 ROLE_LABEL = "gpudirect.rdma/verify-role"
@@ -29,6 +44,29 @@ GROUP_LABEL = "gpudirect.rdma/node-group"
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
 SCRIPT = (Path(__file__).parent / "verify_test.sh").read_text()
+# The script's lines around the matrix and each rail's output, and its line naming a rail's pair.
+MARK = "gpudirect-rdma-verify: "
+_RAIL_LINE = re.compile(
+    r"^gpudirect-rdma-verify: rail (?P<rail>\d+) (?P<role>server|client) on (?P<nic>\S+) "
+    r"\((?P<link>[^)]*)\) (?P<address>\S+) GPU (?P<gpu>\d+) (?P<bus>\S+) (?P<relation>\S+): "
+)
+_OUTPUT = re.compile(
+    r"^gpudirect-rdma-verify: rail (\d+) output begin\n(.*?)^gpudirect-rdma-verify: rail \1 "
+    r"output end \(exit (\d+)\)$",
+    re.MULTILINE | re.DOTALL,
+)
+_TOPOLOGY = re.compile(
+    r"^gpudirect-rdma-verify: topology \(nvidia-smi topo -m\) begin\n(.*?)"
+    r"^gpudirect-rdma-verify: topology end$",
+    re.MULTILINE | re.DOTALL,
+)
+# Relations whose path stays below the CPU: the GPU and the NIC share a PCIe switch.
+SAME_SWITCH = ("PIX", "PXB")
+_MEANS = {
+    "PHB": "through a PCIe host bridge, the CPU",
+    "NODE": "between PCIe host bridges of one NUMA node",
+    "SYS": "across the interconnect between NUMA nodes",
+}
 
 
 def group_view(plan: dict, name: str | None) -> dict:
@@ -50,40 +88,47 @@ def _grouped(plan: dict) -> bool:
     return len(plan["groups"]) > 1
 
 
-def pod_name(plan: dict, role: str, rail: dict) -> str:
+def pod_name(plan: dict, role: str) -> str:
     """plan: a group's view."""
-    suffix = f"-rail{rail['index']}" if len(plan["rails"]) > 1 else ""
     group = f"{plan['name']}-" if _grouped(plan) else ""
-    return f"gpudirect-rdma-verify-{group}{role}{suffix}"
+    return f"gpudirect-rdma-verify-{group}{role}"
 
 
 def bandwidth_pod(
-    plan: dict, role: str, rail: dict, node: str, settings: dict, server_address: str | None = None
+    plan: dict,
+    role: str,
+    node: str,
+    settings: dict,
+    gpus: int,
+    server_addresses: list[str] | None = None,
 ) -> dict:
+    """plan: a group's view. gpus: how many GPUs the pod asks for, to choose each rail's from."""
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+        raise ValueError(f"gpus: expected a whole number of GPUs of at least 1; got {gpus!r}")
     env = {
         "ROLE": role,
+        "RAILS": str(len(plan["rails"])),
         "GPU_MEMORY": plan["gpu"]["memory"],
         "SIZE": str(settings["size"]),
         "QPS": str(settings["qps"]),
         "DURATION": str(settings["duration"]),
         "PORT": str(settings["port"]),
         "PERFTEST": settings["perftest"],
+        # CUDA numbers the GPUs as nvidia-smi does, so --use_cuda=N is topo -m's GPU<N>.
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
     }
     if role == "client":
-        env["SERVER_IP"] = server_address
-    resources = {"nvidia.com/gpu": "1", rail["node_resource"]: "1"}
+        env["SERVER_IPS"] = ",".join(server_addresses or [])
+    resources = {"nvidia.com/gpu": str(gpus)}
+    resources.update({rail["node_resource"]: "1" for rail in plan["rails"]})
     return new_object(
         "v1",
         "Pod",
-        pod_name(plan, role, rail),
+        pod_name(plan, role),
         COMPONENT,
         namespace=plan["network_namespace"],
-        labels={
-            ROLE_LABEL: role,
-            RAIL_LABEL: str(rail["index"]),
-            **({GROUP_LABEL: plan["name"]} if _grouped(plan) else {}),
-        },
-        annotations={NETWORKS_ANNOTATION: rail["network_name"]},
+        labels={ROLE_LABEL: role, **({GROUP_LABEL: plan["name"]} if _grouped(plan) else {})},
+        annotations={NETWORKS_ANNOTATION: ",".join(rail["network_name"] for rail in plan["rails"])},
         spec={
             "nodeName": node,
             "restartPolicy": "Never",
@@ -101,19 +146,18 @@ def bandwidth_pod(
     )
 
 
-def server_pods(plan: dict, server_node: str, settings: dict) -> list[dict]:
-    return [bandwidth_pod(plan, "server", rail, server_node, settings) for rail in plan["rails"]]
+def server_pods(plan: dict, server_node: str, settings: dict, gpus: int) -> list[dict]:
+    return [bandwidth_pod(plan, "server", server_node, settings, gpus)]
 
 
-def client_pods(plan: dict, client_node: str, settings: dict, addresses: list[str]) -> list[dict]:
+def client_pods(
+    plan: dict, client_node: str, settings: dict, addresses: list[str], gpus: int
+) -> list[dict]:
     if len(addresses) != len(plan["rails"]):
         raise ValueError(
             f"server_addresses: expected one per rail ({len(plan['rails'])}); got {addresses!r}"
         )
-    return [
-        bandwidth_pod(plan, "client", rail, client_node, settings, addresses[rail["index"]])
-        for rail in plan["rails"]
-    ]
+    return [bandwidth_pod(plan, "client", client_node, settings, gpus, addresses)]
 
 
 def nic_devices(devices: list[dict], nodes: list[str]) -> list[dict]:
@@ -156,13 +200,48 @@ def nic_table(devices: list[dict]) -> list[str]:
     return lines
 
 
+def path_finding(side: str, path: dict) -> str | None:
+    """What is wrong with a side's GPU-NIC path, with what to do; None for PIX or PXB."""
+    relation = path["relation"]
+    if relation in SAME_SWITCH:
+        return None
+    nic = path.get("nic") or "the rail's NIC"
+    gpu = f"GPU {path['gpu']}" + (f" ({path['bus_id']})" if path.get("bus_id") else "")
+    if relation in _MEANS:
+        if path["closest"] == relation:
+            why = (
+                f"no GPU of the node shares a PCIe switch with {nic}: the NIC sits on a root "
+                "port of its own (its slot, or the BIOS's PCIe bifurcation), so GPUDirect "
+                "traffic crosses the CPU"
+            )
+        else:
+            why = (
+                f"a GPU {path['closest']} to {nic} exists but another rail took it: give the "
+                "pods more GPUs (verify_gpus) or test fewer rails"
+            )
+        return f"{side}: {gpu} reaches {nic} through {relation} ({_MEANS[relation]}): {why}"
+    cause = path.get("topology_error") or "the pod printed no `nvidia-smi topo -m` matrix"
+    return (
+        f"{side}: whether {gpu} shares a PCIe switch with {nic} is unknown: {cause} (is "
+        "nvidia-smi in the image and the GPU Operator's toolkit injecting it?)"
+    )
+
+
 def report(
-    plan: dict, runs: list[dict], min_gbps: float, devices: list[dict] | None = None
+    plan: dict,
+    runs: list[dict],
+    min_gbps: float,
+    devices: list[dict] | None = None,
+    allow_cross_switch: bool = False,
+    findings: list[dict] | None = None,
 ) -> dict:
     """runs: per rail of each group {group, rail, server_node, client_node, server_log,
-    client_log}. A pair passes when both sides parsed, the client's average reaches min_gbps,
-    and GPU memory was used the way the plan says (dmabuf or peermem). devices: the NicDevice
-    objects, whose state on the tested nodes the report shows (nic_devices)."""
+    client_log, server_path, client_path} (runs_from_logs). A pair passes when both sides
+    parsed, the client's average reaches min_gbps, GPU memory was used the way the plan says
+    (dmabuf or peermem), and on both sides the GPU and the NIC share a PCIe switch (PIX or PXB;
+    with allow_cross_switch other paths are warnings). devices: the NicDevice objects, whose
+    state on the tested nodes the report shows (nic_devices). findings: the host checks
+    (host_findings); one that failed fails the report."""
     pairs = []
     for run in runs:
         view = group_view(plan, run["group"])
@@ -176,7 +255,15 @@ def report(
             "server_node": run["server_node"],
             "client_node": run["client_node"],
         }
-        problems = []
+        problems, warnings = [], []
+        for side in ("server", "client"):
+            path = run.get(f"{side}_path") or gpu_path(pod_log(""), run["rail"])
+            pair[f"{side}_gpu"] = path
+            finding = path_finding(side, path)
+            if finding and allow_cross_switch:
+                warnings.append(finding)
+            elif finding:
+                problems.append(finding + "; set verify_allow_cross_switch: true to accept it")
         sides = {}
         for side in ("server", "client"):
             try:
@@ -217,60 +304,104 @@ def report(
                 )
         if "server" in sides:
             pair["server_device"] = sides["server"]["device"]
+            pair["server_gid_index"] = sides["server"]["gid_index"]
         pair["passed"] = not problems
         pair["problems"] = problems
+        pair["warnings"] = warnings
         pairs.append(pair)
     tested = sorted({n for p in pairs for n in (p["server_node"], p["client_node"])})
     nics = nic_devices(devices or [], tested)
+    findings = findings or []
+    host_failed = [f for f in findings if f["status"] == "failure"]
     return {
-        "passed": bool(pairs) and all(p["passed"] for p in pairs),
+        "passed": bool(pairs) and all(p["passed"] for p in pairs) and not host_failed,
         "min_gbps": min_gbps,
+        "allow_cross_switch": allow_cross_switch,
         "gpu_memory": plan["gpu"]["memory"],
         "pairs": pairs,
         "nic_devices": nics,
-        "table": table(pairs) + ([""] if nics else []) + nic_table(nics),
+        "host_checks": findings,
+        "table": table(pairs) + host_table(findings) + ([""] if nics else []) + nic_table(nics),
     }
 
 
-def table(pairs: list[dict]) -> list[str]:
-    width = max((len(p["group"]) for p in pairs if "group" in p), default=0)
-    group = f"{'group':<{width + 2}}" if width else ""
-    lines = [
-        f"{group}{'rail':<5}{'server -> client':<34}{'device':<9}{'link':<10}{'GID':<5}"
-        f"{'avg Gb/s':>10}{'peak Gb/s':>11}{'Mpps':>10}  {'GPU memory':<11}result"
-    ]
-    for p in pairs:
-        lines.append(
-            (f"{p['group']:<{width + 2}}" if width else "")
-            + f"{p['rail']:<5}{p['server_node'] + ' -> ' + p['client_node']:<34}"
-            f"{p.get('device') or '-':<9}{p.get('link_type') or '-':<10}"
-            f"{'-' if p.get('gid_index') is None else p['gid_index']:<5}"
-            f"{p.get('bw_average_gbps', '-'):>10}{p.get('bw_peak_gbps', '-'):>11}"
-            f"{p.get('msg_rate_mpps', '-'):>10}  {p.get('gpu_memory') or '-':<11}"
-            + ("pass" if p["passed"] else "FAIL: " + "; ".join(p["problems"]))
-        )
+def host_table(findings: list[dict]) -> list[str]:
+    """A line per host check that did not pass: node, check, rail, what is wrong, the fix."""
+    lines = []
+    for f in findings:
+        if f["status"] == "ok":
+            continue
+        where = (f"group {f['group']} " if "group" in f else "") + f["node"]
+        rail = f" rail {f['rail']}" if "rail" in f else ""
+        fix = f" Fix: {f['fix']}." if f.get("fix") else ""
+        label = "FAIL" if f["status"] == "failure" else f["status"]
+        lines.append(f"host {where} {f['check']}{rail} {label}: {f['detail']}.{fix}")
+    passed = sum(1 for f in findings if f["status"] == "ok")
+    if findings:
+        lines.insert(0, f"host checks: {passed} of {len(findings)} passed")
+        lines.insert(0, "")
     return lines
 
 
+def _path_cell(path: dict | None) -> str:
+    if not path or path.get("gpu") is None:
+        return "-"
+    return f"GPU{path['gpu']} {path['relation']}"
+
+
+def table(pairs: list[dict]) -> list[str]:
+    """The pairs as aligned columns, then each pair's problems and warnings on lines of their
+    own (the table stays narrow enough for a terminal)."""
+    width = max((len(p["group"]) for p in pairs if "group" in p), default=0)
+    group = f"{'group':<{width + 2}}" if width else ""
+    nodes = max((len(p["server_node"]) + len(p["client_node"]) + 4 for p in pairs), default=16)
+    nodes = max(nodes, 16) + 2
+    lines = [
+        f"{group}{'rail':<5}{'server -> client':<{nodes}}{'NIC':<9}{'link':<10}{'GID':<5}"
+        f"{'server GPU':<14}{'client GPU':<14}{'avg Gb/s':>10}{'peak Gb/s':>11}{'Mpps':>10}  "
+        f"{'GPU memory':<11}result"
+    ]
+    notes = []
+    for p in pairs:
+        where = (f"group {p['group']} " if "group" in p else "") + f"rail {p['rail']}"
+        lines.append(
+            (f"{p['group']:<{width + 2}}" if width else "")
+            + f"{p['rail']:<5}{p['server_node'] + ' -> ' + p['client_node']:<{nodes}}"
+            f"{p.get('device') or '-':<9}{p.get('link_type') or '-':<10}"
+            f"{'-' if p.get('gid_index') is None else p['gid_index']:<5}"
+            f"{_path_cell(p.get('server_gpu')):<14}{_path_cell(p.get('client_gpu')):<14}"
+            f"{p.get('bw_average_gbps', '-'):>10}{p.get('bw_peak_gbps', '-'):>11}"
+            f"{p.get('msg_rate_mpps', '-'):>10}  {p.get('gpu_memory') or '-':<11}"
+            + ("pass" if p["passed"] else "FAIL")
+            + (" (warnings)" if p["passed"] and p.get("warnings") else "")
+        )
+        notes += [f"{where} FAIL: {problem}" for problem in p["problems"]]
+        notes += [f"{where} warning: {warning}" for warning in p.get("warnings", [])]
+    return lines + ([""] + notes if notes else [])
+
+
 def server_addresses(plan: dict, servers: list[dict]) -> list[str]:
-    """Each rail's server net1 address, from the pods' k8s.v1.cni.cncf.io/network-status."""
+    """Each rail's server address: net<N+1> of the server pod's
+    k8s.v1.cni.cncf.io/network-status for rail N."""
+    name = pod_name(plan, "server")
+    pod = next((p for p in servers if p["metadata"]["name"] == name), None)
+    if pod is None:
+        raise ValueError(
+            f"servers: expected the server pod {name}; got "
+            f"{[p['metadata']['name'] for p in servers]}"
+        )
+    raw = (pod["metadata"].get("annotations") or {}).get(NETWORK_STATUS, "[]")
+    statuses = {n.get("interface"): n for n in json.loads(raw)}
     addresses = []
     for rail in plan["rails"]:
-        name = pod_name(plan, "server", rail)
-        pod = next((p for p in servers if p["metadata"]["name"] == name), None)
-        if pod is None:
+        interface = f"net{rail['index'] + 1}"
+        status = statuses.get(interface) or {}
+        if not status.get("ips"):
             raise ValueError(
-                f"servers: expected the server pod {name}; got "
-                f"{[p['metadata']['name'] for p in servers]}"
+                f"servers: pod {name} has no {interface} address in its {NETWORK_STATUS} "
+                f"annotation ({raw}): did Multus attach {rail['network_name']}?"
             )
-        raw = (pod["metadata"].get("annotations") or {}).get(NETWORK_STATUS, "[]")
-        net1 = next((n for n in json.loads(raw) if n.get("interface") == "net1"), None)
-        if not net1 or not net1.get("ips"):
-            raise ValueError(
-                f"servers: pod {name} has no net1 address in its {NETWORK_STATUS} annotation "
-                f"({raw}): did Multus attach {rail['network_name']}?"
-            )
-        addresses.append(net1["ips"][0])
+        addresses.append(status["ips"][0])
     return addresses
 
 
@@ -295,24 +426,104 @@ def eligible_nodes(plan: dict, nodes: list[dict]) -> tuple[list[str], dict[str, 
     return eligible, ineligible
 
 
+def pod_log(log: str) -> dict:
+    """A test pod's log taken apart: the topology matrix it printed (parsed by the
+    gpu_nic_topology filter's code; None when there is none, with topology_error when it did
+    not parse), and per rail the pair the script chose (NIC, GPU index, PCI bus id, the relation
+    the script read) and the rail's ib_write_bw output with its exit status."""
+    topology, topology_error = None, None
+    found = _TOPOLOGY.search(log)
+    if found:
+        try:
+            topology = parse_topology(found[1])
+        except TopologyError as error:
+            topology_error = str(error)
+    rails: dict[int, dict] = {}
+    for line in log.splitlines():
+        chosen = _RAIL_LINE.match(line)
+        if chosen:
+            rails[int(chosen["rail"])] = {
+                "nic": chosen["nic"],
+                "gpu": int(chosen["gpu"]),
+                "bus_id": None if chosen["bus"] == "?" else chosen["bus"],
+                "relation": chosen["relation"],
+            }
+    for output in _OUTPUT.finditer(log):
+        rails.setdefault(int(output[1]), {}).update(output=output[2], exit=int(output[3]))
+    return {"topology": topology, "topology_error": topology_error, "rails": rails}
+
+
+def gpu_path(log: dict, rail: int) -> dict:
+    """The GPU a side's rail used and its path to the rail's NIC: relation from the matrix
+    (unknown without one), and closest, the best relation any GPU of the node has to that NIC."""
+    chosen = log["rails"].get(rail) or {}
+    path = {
+        "gpu": chosen.get("gpu"),
+        "bus_id": chosen.get("bus_id"),
+        "nic": chosen.get("nic"),
+        "relation": "unknown",
+        "closest": "unknown",
+    }
+    nics = {n["name"]: n["gpus"] for n in (log["topology"] or {}).get("nics", [])}
+    gpus = nics.get(chosen.get("nic"))
+    if gpus:
+        path["closest"] = gpus[0]["relation"]
+        path["relation"] = next(
+            (g["relation"] for g in gpus if g["index"] == chosen.get("gpu")), "unknown"
+        )
+    if log["topology_error"]:
+        path["topology_error"] = log["topology_error"]
+    return path
+
+
+def gpu_counts(nodes: list[dict]) -> dict[str, int]:
+    """How many GPUs (nvidia.com/gpu) each node advertises as allocatable."""
+    counts = {}
+    for node in nodes:
+        value = str(((node.get("status") or {}).get("allocatable") or {}).get("nvidia.com/gpu", 0))
+        counts[node["metadata"]["name"]] = int(value) if value.isdigit() else 0
+    return counts
+
+
+def host_findings(plan: dict, logs: dict[str, str], pairs: list[list[str]]) -> list[dict]:
+    """The host checks (plugin_utils.host_checks) of every tested node, from the facts its test
+    pod printed; with node groups each finding names its group."""
+    found = []
+    for view, (server_node, client_node) in zip(group_plans(plan), pairs, strict=True):
+        by_node = {
+            server_node: logs.get(pod_name(view, "server"), ""),
+            client_node: logs.get(pod_name(view, "client"), ""),
+        }
+        for finding in host_checks.judge(view, by_node, view["rails"]):
+            found.append({**({"group": view["name"]} if _grouped(plan) else {}), **finding})
+    return found
+
+
 def runs_from_logs(plan: dict, logs: dict[str, str], pairs: list[list[str]]) -> list[dict]:
     """The runs report() judges, from the pods' logs by pod name (a missing log is empty);
-    pairs: [server node, client node] of each node group, in the plan's order."""
+    pairs: [server node, client node] of each node group, in the plan's order. A rail whose
+    output the pod never printed (the script stopped first) is given the pod's whole log."""
     views = group_plans(plan)
     if len(pairs) != len(views) or any(len(p) != 2 for p in pairs):
         raise ValueError(
             f"pairs: expected [server node, client node] for each of the {len(views)} node "
             f"group(s); got {pairs!r}"
         )
-    return [
-        {
-            "group": view["name"],
-            "rail": rail["index"],
-            "server_node": server_node,
-            "client_node": client_node,
-            "server_log": logs.get(pod_name(view, "server", rail), ""),
-            "client_log": logs.get(pod_name(view, "client", rail), ""),
-        }
-        for view, (server_node, client_node) in zip(views, pairs, strict=True)
-        for rail in view["rails"]
-    ]
+    runs = []
+    for view, (server_node, client_node) in zip(views, pairs, strict=True):
+        raw = {role: logs.get(pod_name(view, role), "") for role in ("server", "client")}
+        split = {role: pod_log(text) for role, text in raw.items()}
+        for rail in view["rails"]:
+            index = rail["index"]
+            run = {
+                "group": view["name"],
+                "rail": index,
+                "server_node": server_node,
+                "client_node": client_node,
+            }
+            for role in ("server", "client"):
+                output = (split[role]["rails"].get(index) or {}).get("output")
+                run[f"{role}_log"] = raw[role] if output is None else output
+                run[f"{role}_path"] = gpu_path(split[role], index)
+            runs.append(run)
+    return runs

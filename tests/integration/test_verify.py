@@ -1,19 +1,24 @@
-"""verify.yml end to end on the local control plane: the simulator plays Multus and the kubelet
-and serves logs shaped like real ib_write_bw runs. A passing pair, a pair below the threshold, a
-pair without GPU memory, eight rails; the pods are gone after each run. And the test pods of all
-seven example configurations are accepted by the API server as they are."""
+"""verify.yml end to end on the local control plane: the simulator plays Multus and the kubelet,
+runs the pods' own script on a made-up node (sysfs, `nvidia-smi topo -m` from the node's
+hardware, an ib_write_bw stand-in shaped like real runs) and serves its logs. A passing pair, a
+pair below the threshold, a pair without GPU memory, eight rails each on the GPU next to its NIC,
+a NIC no GPU shares a switch with; the pods are gone after each run. And the test pods of all
+example configurations are accepted by the API server as they are."""
 
 from __future__ import annotations
 
 import json
 
+import junitparser
 import pytest
 from kubernetes import dynamic
 
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_pods import verify_pods
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client
+from tests.integration.browser import open_page, page_errors
 from tests.integration.test_site import TIMEOUTS, nodes_for, recap, site
+from tests.simulator.nodes import HARDWARE_ANNOTATION, Hardware, Nic, register_nodes, remove_nodes
 from tests.unit.inventories import NAMES, inputs
 
 VERIFY = REPO_ROOT / "playbooks" / "verify.yml"
@@ -129,6 +134,86 @@ def test_eight_rails_eight_pairs(run_playbook, harness, core, tmp_path):
     ]
     assert [p["network"] for p in report["pairs"]] == [f"rdmashared-net-rail{i}" for i in range(8)]
     assert all(p["passed"] for p in report["pairs"])
+    # Each rail on the GPU on its NIC's PCIe switch, on both nodes: GPU N next to mlx5_N.
+    for side in ("server_gpu", "client_gpu"):
+        assert [(p[side]["gpu"], p[side]["nic"], p[side]["relation"]) for p in report["pairs"]] == [
+            (i, f"mlx5_{i}", "PIX") for i in range(8)
+        ]
+    assert len({p["server_gpu"]["bus_id"] for p in report["pairs"]}) == 8
+    assert verify_pods_left(core) == []
+    # The JUnit file as a JUnit reader reads it; the page as a real browser renders it.
+    suite, host = list(junitparser.JUnitXml.fromfile(str(tmp_path / "verify-report.xml")))
+    assert (suite.tests, suite.failures) == (8, 0)
+    assert (host.tests, host.failures) == (2 * (2 + 3 * 8), 0)
+    report_checks = json.loads((tmp_path / "verify-report.json").read_text())["host_checks"]
+    assert {f["status"] for f in report_checks} == {"ok"}, "MTU 9000 on every rail, no ACS"
+    assert [c.name for c in suite][7] == "rail 7 worker-0 -> worker-1"
+    dom, picture, log = open_page(tmp_path / "verify-report.html", "verify-report-hgx.png")
+    assert page_errors(log) == []
+    assert dom.count("<rect") == 8
+    assert dom.count("<tr") == (1 + 8) + (1 + 2 * (2 + 3 * 8)), "pairs, then host checks"
+    assert "GPU 7 (00000000:88:00.0) PIX to mlx5_7" in dom
+    assert picture.stat().st_size > 20_000, "a rendered page, not a blank one"
+
+
+def test_a_nic_without_a_gpu_on_its_switch_fails_with_its_hint_unless_allowed(
+    run_playbook, harness, core, tmp_path
+):
+    plan = build_plan(inputs("shared-device-roce"))
+    remove_nodes(harness)
+    register_nodes(
+        harness,
+        2,
+        nfd_labels=False,
+        hardware=Hardware(nics=(Nic(plan["rails"][0]["interface"], "eth", gpu_path="NODE"),)),
+    )
+    site(run_playbook, "shared-device-roce")
+    result = verify(run_playbook, "shared-device-roce", tmp_path, check=False)
+    assert result.returncode != 0
+    output = " ".join(result.stdout.split())
+    assert (
+        "server: GPU 0 (00000000:18:00.0) reaches mlx5_0 through NODE (between PCIe host bridges "
+        "of one NUMA node): no GPU of the node shares a PCIe switch with mlx5_0" in output
+    ), result.stdout[-3000:]
+    assert "set verify_allow_cross_switch: true to accept it" in output
+    assert verify_pods_left(core) == []
+    allowed = verify(
+        run_playbook, "shared-device-roce", tmp_path, "-e", "verify_allow_cross_switch=true"
+    )
+    assert recap(allowed.stdout)["failed"] == 0
+    (pair,) = json.loads((tmp_path / "verify-report.json").read_text())["pairs"]
+    assert pair["passed"] is True
+    assert pair["client_gpu"]["relation"] == "NODE"
+    assert pair["warnings"] and "rail 0 warning: server: GPU 0" in allowed.stdout
+    assert verify_pods_left(core) == []
+
+
+def test_a_node_with_acs_on_fails_the_host_checks_naming_the_bridges_and_the_fix(
+    run_playbook, harness, core, tmp_path
+):
+    nodes_for(harness, "shared-device-roce")
+    # worker-1's PCIe switches redirect peer-to-peer requests (ACS on).
+    node = core.read_node("worker-1")
+    hardware = json.loads(node.metadata.annotations[HARDWARE_ANNOTATION])
+    core.patch_node(
+        "worker-1",
+        {"metadata": {"annotations": {HARDWARE_ANNOTATION: json.dumps({**hardware, "acs": True})}}},
+    )
+    site(run_playbook, "shared-device-roce")
+    result = verify(run_playbook, "shared-device-roce", tmp_path, check=False)
+    assert result.returncode != 0
+    output = " ".join(result.stdout.split())
+    assert (
+        "host worker-1 acs rail 0: ACS redirects peer-to-peer requests on 0000:17:00.0, "
+        "0000:17:04.0 between rail 0's GPU and NIC" in output
+    ), result.stdout[-3000:]
+    assert "fix: disable ACS on those bridges in the BIOS" in output
+    report = json.loads((tmp_path / "verify-report.json").read_text())
+    assert all(p["passed"] for p in report["pairs"]), "the bandwidth itself was fine"
+    failed = [(f["node"], f["check"]) for f in report["host_checks"] if f["status"] == "failure"]
+    assert failed == [("worker-1", "acs")]
+    _pairs, host = list(junitparser.JUnitXml.fromfile(str(tmp_path / "verify-report.xml")))
+    assert [c.name for c in host if not c.is_passed] == ["worker-1 acs rail 0"]
     assert verify_pods_left(core) == []
 
 
@@ -175,12 +260,14 @@ def test_too_few_nodes_is_a_clear_error(run_playbook, harness, tmp_path):
 )
 def test_the_test_pods_of_every_configuration_are_accepted(inventory, group, control_plane):
     plan = build_plan(inputs(inventory))
-    servers = verify_pods(plan, role="server", node="worker-0", group=group)
-    for index, pod in enumerate(servers):
-        pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/network-status"] = json.dumps(
-            [{"interface": "net1", "ips": [f"10.0.{index}.1"]}]
-        )
-    clients = verify_pods(plan, role="client", node="worker-1", servers=servers, group=group)
+    servers = verify_pods(plan, role="server", node="worker-0", group=group, gpus=8)
+    rails = next(g for g in plan["groups"] if g["name"] == group)["rails"]
+    servers[0]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/network-status"] = json.dumps(
+        [{"interface": f"net{i + 1}", "ips": [f"10.0.{i}.1"]} for i in range(len(rails))]
+    )
+    clients = verify_pods(
+        plan, role="client", node="worker-1", servers=servers, group=group, gpus=8
+    )
     pods = dynamic.DynamicClient(api_client(control_plane.harness_kubeconfig)).resources.get(
         api_version="v1", kind="Pod"
     )

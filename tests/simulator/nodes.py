@@ -3,8 +3,9 @@ nodes that have NVIDIA GPUs and NVIDIA (Mellanox) NICs.
 
 Each node also carries the hardware it pretends to have in the annotation HARDWARE_ANNOTATION
 (JSON: GPUs, and NICs with name, link type, MAC, NIC type (PCI device ID; an annotation
-without `nicType` means DEFAULT_NIC_TYPE) and the VFs the firmware allows), which later
-simulated operators read.
+without `nicType` means DEFAULT_NIC_TYPE), the VFs the firmware allows and the PCIe path to the
+nearest GPU (`gpuPath`, PIX when absent)), which later simulated operators and the test pods'
+made-up node (testbed.py) read.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class Nic:
     mac: str = ""
     total_vfs: int = 0  # 0: what the NIC's firmware allows by default (16 on IB, 127 on Ethernet)
     nic_type: str = DEFAULT_NIC_TYPE  # PCI device ID: 101d ConnectX-6 Dx, 1021 ConnectX-7, ...
+    # The PCIe path to the GPU nearest to the NIC in `nvidia-smi topo -m` (testbed.py): PIX (the
+    # same switch), or PHB, NODE, SYS for a NIC on a root port of its own.
+    gpu_path: str = "PIX"
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Hardware:
                         "mac": n.mac,
                         "nicType": n.nic_type,
                         **({"totalVfs": n.total_vfs} if n.total_vfs else {}),
+                        **({"gpuPath": n.gpu_path} if n.gpu_path != "PIX" else {}),
                     }
                     for n in self.nics
                 ],
@@ -76,7 +81,7 @@ def node_object(
     name: str, index: int, hardware: Hardware, nfd_labels: bool, labels: dict | None = None
 ) -> dict:
     nics = tuple(
-        Nic(n.name, n.link_type, n.mac or _mac(index, port), n.total_vfs, n.nic_type)
+        Nic(n.name, n.link_type, n.mac or _mac(index, port), n.total_vfs, n.nic_type, n.gpu_path)
         for port, n in enumerate(hardware.nics)
     )
     hardware = Hardware(hardware.gpus, nics)

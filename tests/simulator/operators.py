@@ -291,6 +291,8 @@ class Networks:
                 "name": name,
                 "type": kind.lower(),
                 "ipam": json.loads(spec.get("ipam") or "{}"),
+                # The Network Operator's macvlan template carries the network's MTU.
+                **({"mtu": spec["mtu"]} if kind == "MacvlanNetwork" and spec.get("mtu") else {}),
             }
             try:
                 world.custom.create_namespaced_custom_object(

@@ -5,13 +5,16 @@
   NetworkAttachmentDefinition range. (Multus writes this annotation on real clusters too; it is
   the one change the simulator makes to an object somebody else created.)
 - kubelet: the pod turns Running; a bandwidth test client (env ROLE=client) finishes after the
-  delay, its server once the client has; both Succeeded, or Failed when their output holds no
-  result. Their logs are served to the API server from a kubelet endpoint on 127.0.0.1 (each
-  fake node's status points at it), so `kubectl logs` and kubernetes.core.k8s_log work.
-- The output is shaped like real ib_write_bw runs (tests/unit/fixtures/perftest holds captured
-  shapes): CUDA lines with DMA-BUF or peermem registration, the test header, the result row.
-  Knobs: perftest.bw_gbps, perftest.gpu_memory (as_requested | none), perftest.failure
-  ("" | connection_refused | wrong_gid).
+  delay, its server once the client has. Finishing runs the pod's own script (its container
+  command, unchanged) on a made-up node (testbed.py: sysfs with an RDMA device and GID table
+  per attached network, `ip`, `nvidia-smi topo -m` from the node's hardware, an ib_write_bw
+  stand-in); the pod ends Succeeded or Failed with the script's exit code. Logs are served to
+  the API server from a kubelet endpoint on 127.0.0.1 (each fake node's status points at it),
+  so `kubectl logs` and kubernetes.core.k8s_log work.
+- The stand-in's output is shaped like real ib_write_bw runs (tests/unit/fixtures/perftest
+  holds captured shapes): CUDA lines with DMA-BUF or peermem registration, the test header, the
+  result row. Knobs: perftest.bw_gbps, perftest.gpu_memory (as_requested | none),
+  perftest.failure ("" | connection_refused | wrong_gid).
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from kubernetes.client.rest import ApiException
 
 from tests.simulator.core import DelayGate, World, now
 from tests.simulator.operators import fake_nodes, hardware_of
+from tests.simulator.testbed import run_pod_script
 
 NETWORKS = "k8s.v1.cni.cncf.io/networks"
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
@@ -111,6 +116,7 @@ def perftest_output(
     address: str,
     gid_index: int | None,
     failure: str,
+    cuda_device: int = 0,
 ) -> str:
     """ib_write_bw output of one side, in the shape of the captured runs."""
     lines = []
@@ -120,8 +126,8 @@ def perftest_output(
             "Listing all CUDA devices in system:",
             "CUDA device 0: PCIe address is 17:00",
             "",
-            "Picking device No. 0",
-            "[pid = 61, dev = 0] device name = [NVIDIA A100-SXM4-80GB]",
+            f"Picking device No. {cuda_device}",
+            f"[pid = 61, dev = {cuda_device}] device name = [NVIDIA A100-SXM4-80GB]",
             "creating CUDA Ctx",
             "making it the current CUDA Ctx",
             "CUDA device integrated: 0",
@@ -345,38 +351,73 @@ class Pods:
             ),
         )
 
+    @staticmethod
+    def _mtu(world: World, namespace: str, network: str) -> int:
+        """The MTU of the pod's interface on a network: its NetworkAttachmentDefinition's (a
+        macvlan's), else the SR-IOV node policy's of its resource (the VFs'), else 1500."""
+        try:
+            nad = world.custom.get_namespaced_custom_object(
+                "k8s.cni.cncf.io", "v1", namespace, "network-attachment-definitions", network
+            )
+        except ApiException:
+            return 1500
+        config = json.loads(nad["spec"]["config"])
+        if config.get("mtu"):
+            return int(config["mtu"])
+        resource = (nad["metadata"].get("annotations") or {}).get(
+            "k8s.v1.cni.cncf.io/resourceName", ""
+        )
+        if resource.startswith("openshift.io/"):
+            policies = world.custom.list_cluster_custom_object(
+                "sriovnetwork.openshift.io", "v1", "sriovnetworknodepolicies"
+            )["items"]
+            for policy in policies:
+                spec = policy.get("spec") or {}
+                if spec.get("resourceName") == resource.split("/", 1)[1] and spec.get("mtu"):
+                    return int(spec["mtu"])
+        return 1500
+
+    @staticmethod
+    def _peermem(world: World) -> bool:
+        """The GPU Operator loads nvidia_peermem when the ClusterPolicy enables driver.rdma."""
+        policies = world.custom.list_cluster_custom_object("nvidia.com", "v1", "clusterpolicies")
+        return any(
+            ((p.get("spec") or {}).get("driver") or {}).get("rdma", {}).get("enabled")
+            for p in policies["items"]
+        )
+
     def _finish(self, world: World, pod: dict, node: dict, env: dict) -> None:
+        """Run the pod's script on the fake node (testbed.run_pod_script) and end the pod with
+        its exit code; the kubelet's log endpoint serves what it printed."""
         metadata = pod["metadata"]
-        knobs = world.knobs.get("perftest", {})
-        statuses = json.loads((metadata.get("annotations") or {}).get(NETWORK_STATUS, "[]"))
-        net1 = next((s for s in statuses if s.get("interface") == "net1"), {"ips": ["(no net1)"]})
-        network = (metadata.get("annotations") or {}).get(NETWORKS, "")
-        hardware = hardware_of(node)
-        nic = next((n for n in hardware["nics"]), {"linkType": "eth"})
-        link_type = nic["linkType"]
-        gpu_memory = (
-            env.get("GPU_MEMORY", "dmabuf")
-            if knobs.get("gpu_memory", "as_requested") == "as_requested"
-            else "none"
-        )
-        failure = knobs.get("failure", "")
-        output = perftest_output(
-            env["ROLE"],
-            link_type,
-            gpu_memory,
-            float(knobs.get("bw_gbps", 180.47)),
-            device=f"mlx5_{2 + int((metadata.get('labels') or {}).get('gpudirect.rdma/rail', 0))}",
-            address=env.get("SERVER_IP") or net1["ips"][0],
-            gid_index=(3 if link_type == "eth" else None),
-            failure=failure,
-        )
-        header = (
-            f"gpudirect-rdma-verify: {env['ROLE']} on net {network} "
-            f"{net1['ips'][0]}: ib_write_bw (simulated)\n"
+        statuses = {
+            s.get("interface"): s
+            for s in json.loads((metadata.get("annotations") or {}).get(NETWORK_STATUS, "[]"))
+        }
+        networks = [
+            n.strip() for n in (metadata.get("annotations") or {}).get(NETWORKS, "").split(",")
+        ]
+        rails = [
+            {
+                "address": ((statuses.get(f"net{n}") or {}).get("ips") or ["(no address)"])[0],
+                "mtu": self._mtu(world, metadata["namespace"], networks[n - 1])
+                if n <= len(networks)
+                else 1500,
+            }
+            for n in range(1, int(env.get("RAILS", "1")) + 1)
+        ]
+        node_index = sum(node["metadata"]["name"].encode()) % 256
+        output, code = run_pod_script(
+            pod,
+            hardware_of(node),
+            rails,
+            world.knobs.get("perftest", {}),
+            node_index,
+            peermem=self._peermem(world),
         )
         container = pod["spec"]["containers"][0]["name"]
-        self.logs.logs[(metadata["namespace"], metadata["name"], container)] = header + output
-        succeeded = "#bytes" in output
+        self.logs.logs[(metadata["namespace"], metadata["name"], container)] = output
+        succeeded = code == 0
         stamp = now()
         world.core.patch_namespaced_pod_status(
             metadata["name"],
@@ -386,7 +427,7 @@ class Pods:
                 "Succeeded" if succeeded else "Failed",
                 {
                     "terminated": {
-                        "exitCode": 0 if succeeded else 1,
+                        "exitCode": code,
                         "reason": "Completed" if succeeded else "Error",
                         "startedAt": stamp,
                         "finishedAt": stamp,

@@ -20,7 +20,7 @@ def inputs(name: str) -> dict:
 
 def bandwidth_pods(plan: dict) -> list[dict]:
     """The verify role's server pods on one node (of the first node group), with the role's
-    default settings."""
+    default settings, asking for 8 GPUs."""
     defaults = yaml.safe_load(
         (REPO_ROOT / "roles" / "verify" / "defaults" / "main.yml").read_text()
     )
@@ -29,5 +29,5 @@ def bandwidth_pods(plan: dict) -> list[dict]:
         for key in ("image", "perftest", "size", "qps", "duration", "port")
     }
     return verify.server_pods(
-        verify.group_view(plan, plan["groups"][0]["name"]), "worker-0", settings
+        verify.group_view(plan, plan["groups"][0]["name"]), "worker-0", settings, 8
     )

@@ -1,7 +1,8 @@
 """The bandwidth test script that runs in the verification pods, run here against a fake sysfs
-tree and stand-ins for ip, nvidia-smi and ib_write_bw: it must find the RDMA device behind net1,
-the RoCE v2 GID index of net1's address (never assume 3), the GPU on the NIC's NUMA node, and
-build the ib_write_bw command line."""
+tree and stand-ins for ip, nvidia-smi and ib_write_bw: for each rail (net1, net2, ...) it must
+find the RDMA device behind the interface, the RoCE v2 GID index of its address (never assume
+3), the GPU closest to that device in `nvidia-smi topo -m` (each rail its own when several are as
+close; the NIC's NUMA node without a matrix), and build one ib_write_bw command line per rail."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from ansible_collections.gpudirect.rdma.plugins.filter.verify_report import verify_report
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.unit.inventories import inputs
 
 SCRIPT = Path(__file__).resolve().parents[4] / "plugins" / "plugin_utils" / "verify_test.sh"
 
@@ -28,6 +33,7 @@ def executable(path: Path, text: str) -> None:
 def roce_device(sysfs: Path, name: str, numa: int, gids: dict[int, tuple[str, str]]) -> None:
     port = sysfs / "class" / "infiniband" / name / "ports" / "1"
     write(port / "link_layer", "Ethernet\n")
+    write(port / "state", "4: ACTIVE\n")
     write(sysfs / "class" / "infiniband" / name / "device" / "numa_node", f"{numa}\n")
     for index, (gid_type, gid) in gids.items():
         write(port / "gid_attrs" / "types" / str(index), gid_type + "\n")
@@ -39,17 +45,29 @@ def pod(tmp_path):
     sysfs = tmp_path / "sys"
     stubs = tmp_path / "bin"
     calls = tmp_path / "calls"
-    executable(stubs / "ib_write_bw", f'echo "$@" > {calls}\n')
+    executable(stubs / "ib_write_bw", f'echo "$@" >> {calls}\necho "ran with $*"\n')
     return sysfs, stubs, calls
 
 
-def run(pod, address: str, env: dict, with_nvidia_smi: str | None = None):
+def run(pod, address: str | list[str], env: dict, with_nvidia_smi: str | None = None, topo=None):
+    """The script with `ip` giving net<N> the Nth address; nvidia-smi answering the GPU query
+    with with_nvidia_smi and `topo -m` with topo. Returns the result and each ib_write_bw
+    command line, by rail."""
     sysfs, stubs, calls = pod
-    executable(
-        stubs / "ip", f'echo "3: net1    inet {address}/24 brd 192.168.4.255 scope global net1"\n'
+    addresses = [address] if isinstance(address, str) else address
+    cases = "".join(
+        f'  net{n}) echo "3: net{n}    inet {a}/24 brd 192.168.4.255 scope global net{n}";;\n'
+        for n, a in enumerate(addresses, start=1)
     )
-    if with_nvidia_smi:
-        executable(stubs / "nvidia-smi", f"cat <<'OUT'\n{with_nvidia_smi}\nOUT\n")
+    executable(stubs / "ip", f'case "$6" in\n{cases}esac\n')
+    if with_nvidia_smi or topo:
+        topo_file, query_file = stubs.parent / "topo.txt", stubs.parent / "query.txt"
+        topo_file.write_text(topo or "")
+        query_file.write_text((with_nvidia_smi or "") + "\n")
+        executable(
+            stubs / "nvidia-smi",
+            f'if [ "$1" = topo ]; then cat {topo_file}; else cat {query_file}; fi\n',
+        )
     result = subprocess.run(
         ["bash", str(SCRIPT)],
         capture_output=True,
@@ -59,10 +77,13 @@ def run(pod, address: str, env: dict, with_nvidia_smi: str | None = None):
             "PATH": f"{stubs}:/usr/bin:/bin",
             "SYSFS": str(sysfs),
             "PERFTEST": str(stubs / "ib_write_bw"),
+            "RAILS": str(len(addresses)),
             **env,
         },
     )
-    return result, calls.read_text().split() if calls.exists() else None
+    lines = calls.read_text().splitlines() if calls.exists() else []
+    by_device = {line.split()[line.split().index("-d") + 1]: line.split() for line in lines}
+    return result, by_device
 
 
 MAPPED_226 = "0000:0000:0000:0000:0000:ffff:c0a8:04e2"
@@ -90,13 +111,13 @@ def test_roce_client_finds_its_device_and_the_roce_v2_gid_of_its_address(pod):
             5: ("RoCE v2", MAPPED_226),
         },
     )
-    result, args = run(
+    result, by_device = run(
         pod,
         "192.168.4.226",
-        {"ROLE": "client", "SERVER_IP": "192.168.4.225", "GPU_MEMORY": "dmabuf", "DURATION": "60"},
+        {"ROLE": "client", "SERVER_IPS": "192.168.4.225", "GPU_MEMORY": "dmabuf", "DURATION": "60"},
     )
     assert result.returncode == 0, result.stderr
-    assert args == [
+    assert by_device["mlx5_2"] == [
         "-F",
         "--report_gbits",
         "-s",
@@ -119,21 +140,24 @@ def test_roce_client_finds_its_device_and_the_roce_v2_gid_of_its_address(pod):
         "--use_cuda_dmabuf",
         "192.168.4.225",
     ]
-    assert "client on mlx5_2 (Ethernet) 192.168.4.226 GPU 0" in result.stdout
+    assert "rail 0 client on mlx5_2 (Ethernet) 192.168.4.226 GPU 0 ? unknown:" in result.stdout
+    assert "rail 0 output begin\nran with -F" in result.stdout
+    assert result.stdout.rstrip().endswith("rail 0 output end (exit 0)")
 
 
-def test_gpu_on_the_nics_numa_node_and_peermem_server(pod):
+def test_without_a_topology_matrix_the_gpu_on_the_nics_numa_node_and_peermem_server(pod):
     sysfs = pod[0]
     roce_device(sysfs, "mlx5_2", 1, {3: ("RoCE v2", MAPPED_226)})
     write(sysfs / "bus" / "pci" / "devices" / "0000:17:00.0" / "numa_node", "0\n")
     write(sysfs / "bus" / "pci" / "devices" / "0000:b1:00.0" / "numa_node", "1\n")
-    result, args = run(
+    result, by_device = run(
         pod,
         "192.168.4.226",
         {"ROLE": "server", "GPU_MEMORY": "peermem"},
         with_nvidia_smi="0, 00000000:17:00.0\n1, 00000000:B1:00.0",
     )
     assert result.returncode == 0, result.stderr
+    args = by_device["mlx5_2"]
     assert "--use_cuda=1" in args
     assert "--use_cuda_dmabuf" not in args
     assert args[-1] == "--use_cuda=1", "a server has no peer address"
@@ -151,21 +175,170 @@ def test_infiniband_device_from_the_ipoib_hardware_address_and_no_gid_index(pod)
         sysfs / "class" / "net" / "net1" / "address",
         "00:00:10:49:fe:80:00:00:00:00:00:00:b8:3f:d2:03:00:3b:51:29\n",
     )
-    result, args = run(pod, "192.168.6.226", {"ROLE": "client", "SERVER_IP": "192.168.6.225"})
+    result, by_device = run(pod, "192.168.6.226", {"ROLE": "client", "SERVER_IPS": "192.168.6.225"})
     assert result.returncode == 0, result.stderr
-    assert args[args.index("-d") + 1] == "mlx5_4"
-    assert "-x" not in args
+    assert list(by_device) == ["mlx5_4"]
+    assert "-x" not in by_device["mlx5_4"]
 
 
 def test_no_device_for_net1_fails_clearly(pod):
     sysfs = pod[0]
     roce_device(sysfs, "mlx5_0", 0, {3: ("RoCE v2", "0000:0000:0000:0000:0000:ffff:0a00:0001")})
-    result, args = run(pod, "192.168.4.226", {"ROLE": "server"})
+    result, by_device = run(pod, "192.168.4.226", {"ROLE": "server"})
     assert result.returncode == 3
     assert "no RDMA device carries net1 (192.168.4.226); devices: mlx5_0" in result.stderr
-    assert args is None, "ib_write_bw did not run"
+    assert by_device == {}, "ib_write_bw did not run"
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "topology"
+
+
+def mapped(address: str) -> str:
+    a, b, c, d = (int(x) for x in address.split("."))
+    return f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
+
+
+def hgx_rails(sysfs: Path, count: int = 8) -> list[str]:
+    """Eight RoCE rails on the HGX fixture's compute NICs, whose closest GPUs are in
+    HGX_CLOSEST; rail N's net<N+1> is 10.100.N.10."""
+    addresses = []
+    for rail, device in enumerate(HGX_NICS[:count]):
+        address = f"10.100.{rail}.10"
+        roce_device(sysfs, device, 0 if rail < 4 else 1, {3: ("RoCE v2", mapped(address))})
+        addresses.append(address)
+    return addresses
+
+
+# The HGX fixture: the compute NICs (the NIC Legend's), and the GPU on each one's PCIe switch.
+HGX_NICS = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+HGX_CLOSEST = [0, 1, 2, 3, 4, 5, 6, 7]
+HGX_BUSES = "\n".join(
+    f"{i}, 00000000:{bus}:00.0"
+    for i, bus in enumerate(["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"])
+)
+
+
+@pytest.mark.parametrize(
+    "shape", ["hgx_h100_8gpu_12nic_tabs.txt", "hgx_h100_8gpu_12nic_pasted.txt"]
+)
+def test_each_rail_of_an_hgx_node_gets_the_gpu_on_its_nics_pcie_switch(pod, shape):
+    addresses = hgx_rails(pod[0])
+    result, by_device = run(
+        pod,
+        addresses,
+        {"ROLE": "server", "PORT": "18515"},
+        with_nvidia_smi=HGX_BUSES,
+        topo=(FIXTURES / shape).read_text(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(by_device) == sorted(HGX_NICS)
+    for rail, (device, gpu) in enumerate(zip(HGX_NICS, HGX_CLOSEST, strict=True)):
+        args = by_device[device]
+        assert f"--use_cuda={gpu}" in args, (device, args)
+        assert args[args.index("-p") + 1] == str(18515 + rail)
+        assert f"rail {rail} server on {device} (Ethernet) {addresses[rail]} GPU {gpu} " in (
+            result.stdout
+        )
+    assert " PIX: " in result.stdout and "NODE:" not in result.stdout
+    # The matrix is in the log, for the report to name each pair's relation.
+    matrix = (FIXTURES / shape).read_text().rstrip("\n")
+    assert (
+        f"topology (nvidia-smi topo -m) begin\n{matrix}\ngpudirect-rdma-verify: topology end"
+        in (result.stdout)
+    )
+    for rail in range(8):
+        assert f"rail {rail} output begin" in result.stdout
+
+
+def test_two_rails_as_close_to_two_gpus_take_one_each_and_a_far_nic_says_so(pod):
+    """The DGX A100 fixture: GPU0 and GPU1 are both PXB to mlx5_0; mlx5_1 is PXB to GPU2 only.
+    Two rails on mlx5_0's port pair would share GPU0 without the tie rule."""
+    sysfs = pod[0]
+    roce_device(sysfs, "mlx5_0", 0, {3: ("RoCE v2", mapped("10.1.0.10"))})
+    roce_device(sysfs, "mlx5_1", 1, {3: ("RoCE v2", mapped("10.1.1.10"))})
+    topo = (FIXTURES / "dgx_a100_4gpu_mlx5_columns.txt").read_text()
+    result, by_device = run(
+        pod,
+        ["10.1.0.10", "10.1.1.10"],
+        {"ROLE": "client", "SERVER_IPS": "10.1.0.20,10.1.1.20"},
+        with_nvidia_smi="0, 00000000:07:00.0\n1, 00000000:0F:00.0\n2, 00000000:47:00.0\n"
+        "3, 00000000:4E:00.0",
+        topo=topo,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--use_cuda=0" in by_device["mlx5_0"]
+    assert "--use_cuda=2" in by_device["mlx5_1"]
+    assert by_device["mlx5_1"][-1] == "10.1.1.20"
+    assert "GPU 2 00000000:47:00.0 PXB:" in result.stdout
+
+
+def test_gpus_as_close_are_shared_out_between_rails_in_order(pod):
+    sysfs = pod[0]
+    # mlx5_1's column made a copy of mlx5_0's: GPU0 and GPU1 are PXB to both NICs.
+    rows = []
+    for line in (FIXTURES / "dgx_a100_4gpu_mlx5_columns.txt").read_text().splitlines():
+        cells = line.split("\t")
+        if cells[0].startswith("GPU"):
+            cells[6] = cells[5]
+        rows.append("\t".join(cells))
+    roce_device(sysfs, "mlx5_0", 0, {3: ("RoCE v2", mapped("10.1.0.10"))})
+    roce_device(sysfs, "mlx5_1", 0, {3: ("RoCE v2", mapped("10.1.1.10"))})
+    result, by_device = run(
+        pod,
+        ["10.1.0.10", "10.1.1.10"],
+        {"ROLE": "server"},
+        with_nvidia_smi="0, 00000000:07:00.0\n1, 00000000:0F:00.0",
+        topo="\n".join(rows),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--use_cuda=0" in by_device["mlx5_0"]
+    assert "--use_cuda=1" in by_device["mlx5_1"]
+
+
+def test_a_failed_rail_fails_the_pod_after_every_rail_printed_its_output(pod):
+    sysfs, stubs, _calls = pod
+    addresses = hgx_rails(sysfs, 2)
+    executable(
+        stubs / "ib_write_bw",
+        'case "$*" in *mlx5_3*) echo " Failed to modify QP 294 to RTR"; exit 1;; esac\n'
+        'echo "ran with $*"\n',
+    )
+    result, _ = run(pod, addresses, {"ROLE": "server"})
+    assert result.returncode == 1
+    assert "rail 0 output end (exit 0)" in result.stdout
+    assert "Failed to modify QP 294 to RTR\ngpudirect-rdma-verify: rail 1 output end (exit 1)" in (
+        result.stdout
+    )
 
 
 def test_the_script_is_valid_bash():
     assert subprocess.run(["bash", "-n", str(SCRIPT)], check=False).returncode == 0
     assert os.access(SCRIPT, os.R_OK)
+
+
+def test_what_the_script_prints_is_what_the_report_reads(pod):
+    """The script's log of an HGX server and client (ib_write_bw standing in with captured
+    output) judged by verify_report: eight pairs, each on the GPU of its NIC's switch."""
+    sysfs, stubs, _calls = pod
+    perftest = Path(__file__).resolve().parents[2] / "fixtures" / "perftest"
+    logs = {}
+    for role in ("server", "client"):
+        executable(stubs / "ib_write_bw", f"cat {perftest / f'roce_dmabuf_{role}.txt'}\n")
+        env = {"ROLE": role, "SERVER_IPS": ",".join(f"10.100.{r}.20" for r in range(8))}
+        result, _ = run(
+            pod,
+            hgx_rails(sysfs),
+            env,
+            with_nvidia_smi=HGX_BUSES,
+            topo=(FIXTURES / "hgx_h100_8gpu_12nic_tabs.txt").read_text(),
+        )
+        assert result.returncode == 0, result.stderr
+        logs[f"gpudirect-rdma-verify-{role}"] = result.stdout
+    plan = build_plan(inputs("multi-rail-hgx"))
+    report = verify_report(logs, plan=plan, pairs=[["a", "b"]], min_gbps=100)
+    assert report["passed"] is True, [p["problems"] for p in report["pairs"]]
+    assert [(p["server_gpu"]["gpu"], p["server_gpu"]["nic"]) for p in report["pairs"]] == list(
+        zip(HGX_CLOSEST, HGX_NICS, strict=True)
+    )
+    assert {p["client_gpu"]["relation"] for p in report["pairs"]} == {"PIX"}
+    assert report["pairs"][5]["server_gpu"]["bus_id"] == "00000000:AB:00.0"
