@@ -57,8 +57,9 @@ METHOD_KINDS = (
     ("nv-ipam.nvidia.com/v1alpha1", "IPPool"),
     ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy"),
 )
-# The bandwidth test's pods (verify.yml): not a step, but uninstall removes them first.
-TEST_POD_KINDS = (("v1", "Pod"),)
+# What verify.yml leaves or may leave: the test's pods (kept with verify_keep_pods) and the NCCL
+# settings' ConfigMaps. Not a step, but uninstall removes them first.
+VERIFY_KINDS = (("v1", "Pod"), ("v1", "ConfigMap"))
 # The mirror registry's pull Secret, made from gpudirect_rdma_image_registry_username/_password.
 # It is read by its name, never by listing Secrets: rbac/ grants this one name only.
 REGISTRY_SECRET_NAME = "gpudirect-rdma-image-registry"  # noqa: S105 - a name, not a password
@@ -392,7 +393,7 @@ def settings_of(step_: Step, plan: dict) -> dict:
 def managed_kinds() -> tuple[tuple[str, str], ...]:
     """Every kind the collection creates and finds by listing (the named objects' kinds are
     read by name only), operands first in uninstall order, then the operators' kinds."""
-    found = [*TEST_POD_KINDS]
+    found = [*VERIFY_KINDS]
     for s in reversed(STEPS):
         found.extend(s.kinds)
     found.extend(

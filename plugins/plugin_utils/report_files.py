@@ -142,8 +142,8 @@ def _bars(pairs: list[dict], threshold: float) -> str:
         return '<p class="muted">No pair ran.</p>'
     values = [float(p.get("bw_average_gbps") or 0) for p in pairs]
     top = max([*values, threshold, 1.0]) * 1.15
-    bar, gap, left, height = 34, 14, 60, 220
-    plot = left + len(pairs) * (bar + gap) + gap
+    column, gap, left, height = 34, 14, 60, 220
+    plot = left + len(pairs) * (column + gap) + gap
     width = plot + 150  # room for the threshold's label right of the plot
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 60}" '
@@ -157,16 +157,16 @@ def _bars(pairs: list[dict], threshold: float) -> str:
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{value:.0f}</text>'
         )
     for index, (pair, value) in enumerate(zip(pairs, values, strict=True)):
-        x = left + gap + index * (bar + gap)
+        x = left + gap + index * (column + gap)
         tall = value / top * height
         color = "#2e7d32" if pair["passed"] else "#c62828"
         label = escape.escape(
             ("" if "group" not in pair else f"{pair['group']} ") + f"r{pair['rail']}"
         )
         parts.append(
-            f'<rect x="{x}" y="{height - tall + 10:.1f}" width="{bar}" height="{tall:.1f}" '
+            f'<rect x="{x}" y="{height - tall + 10:.1f}" width="{column}" height="{tall:.1f}" '
             f'fill="{color}"><title>{escape.escape(_pair_name(pair))}: {value} Gb/s</title></rect>'
-            f'<text x="{x + bar / 2}" y="{height + 26}" text-anchor="middle">{label}</text>'
+            f'<text x="{x + column / 2}" y="{height + 26}" text-anchor="middle">{label}</text>'
         )
     y = height - threshold / top * height + 10
     parts.append(

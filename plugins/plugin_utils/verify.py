@@ -30,7 +30,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_config
     nic_type,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.nic_configuration import condition
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import host_checks
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import host_checks, nccl_settings
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.perftest import PerftestError, parse
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.topology import TopologyError
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.topology import (
@@ -313,6 +313,7 @@ def report(
     nics = nic_devices(devices or [], tested)
     findings = findings or []
     host_failed = [f for f in findings if f["status"] == "failure"]
+    settings, config_maps = nccl_environments(plan, pairs)
     return {
         "passed": bool(pairs) and all(p["passed"] for p in pairs) and not host_failed,
         "min_gbps": min_gbps,
@@ -321,8 +322,52 @@ def report(
         "pairs": pairs,
         "nic_devices": nics,
         "host_checks": findings,
-        "table": table(pairs) + host_table(findings) + ([""] if nics else []) + nic_table(nics),
+        "nccl_settings": settings,
+        "nccl_config_maps": config_maps,
+        "table": table(pairs)
+        + host_table(findings)
+        + nccl_table(settings)
+        + ([""] if nics else [])
+        + nic_table(nics),
     }
+
+
+def nccl_environments(plan: dict, pairs: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Per node group the NCCL environment its training jobs need (plugin_utils.nccl_settings),
+    and the ConfigMaps of the groups whose every pair passed (a failed group publishes none)."""
+    settings, config_maps = [], []
+    grouped = _grouped(plan)
+    for view in group_plans(plan):
+        mine = [p for p in pairs if p.get("group") == view["name"]] if grouped else pairs
+        if not mine:
+            continue
+        env, notes = nccl_settings.environment(plan, view, mine)
+        name = nccl_settings.config_map_name(view, grouped)
+        passed = all(p["passed"] for p in mine)
+        settings.append(
+            {
+                **({"group": view["name"]} if grouped else {}),
+                "config_map": f"{view['network_namespace']}/{name}",
+                "published": passed,
+                "env": env,
+                "notes": notes,
+            }
+        )
+        if passed:
+            nodes = [mine[0]["server_node"], mine[0]["client_node"]]
+            config_maps.append(nccl_settings.config_map(view, grouped, env, nodes))
+    return settings, config_maps
+
+
+def nccl_table(settings: list[dict]) -> list[str]:
+    lines = []
+    for entry in settings:
+        where = f" of group {entry['group']}" if "group" in entry else ""
+        state = "ConfigMap" if entry["published"] else "not published (a pair failed):"
+        lines += ["", f"NCCL settings{where}, {state} {entry['config_map']}"]
+        lines += [f"  {key}={value}" for key, value in entry["env"].items()]
+        lines += [f"  note: {note}" for note in entry["notes"]]
+    return lines
 
 
 def host_table(findings: list[dict]) -> list[str]:

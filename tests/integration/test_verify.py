@@ -70,6 +70,24 @@ def test_a_passing_pair(shared_device_roce, run_playbook, core, tmp_path):
     )
     assert "every pair reached 150 Gb/s with GPU memory (dmabuf)" in result.stdout
     assert verify_pods_left(core) == []
+    # The NCCL settings, measured on the two nodes, for training jobs to take with envFrom.
+    settings = core.read_namespaced_config_map("gpudirect-rdma-nccl", "default")
+    assert settings.data == {
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "NCCL_IB_HCA": "=mlx5_0:1",
+        "NCCL_IB_GID_INDEX": "3",
+        "NCCL_IB_TC": "106",
+    }
+    assert settings.metadata.annotations["gpudirect.rdma/measured-on"] == "worker-0,worker-1"
+    assert "NCCL_IB_HCA==mlx5_0:1" in result.stdout
+    # uninstall's first stage removes it (nothing of verify.yml is left behind).
+    removed = run_playbook(
+        REPO_ROOT / "tests" / "integration" / "playbooks" / "remove_verify_leftovers.yml"
+    )
+    assert "ConfigMap default/gpudirect-rdma-nccl" in removed.stdout
+    assert not core.list_namespaced_config_map(
+        "default", label_selector="gpudirect.rdma/component=verify"
+    ).items
 
 
 def test_a_pair_below_the_threshold_fails_and_the_report_says_why(

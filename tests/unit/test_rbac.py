@@ -37,6 +37,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     observe,
     to_gate,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import nccl_settings, verify
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import crd_files, harness_crd_files
 from tests.unit.inventories import NAMES, bandwidth_pods, inputs
@@ -341,9 +342,9 @@ def requests_of(name: str) -> set:
     found = set()
 
     def where(kind: str) -> str:
-        """The collection's pods (the bandwidth test's) are in the network's namespace only;
-        its other objects anywhere."""
-        return namespace if kind == "Pod" else "somewhere"
+        """The collection's pods and ConfigMaps (verify.yml's) are in the network's namespace
+        only; its other objects anywhere."""
+        return namespace if kind in ("Pod", "ConfigMap") else "somewhere"
 
     # preflight: what it reads of an empty cluster, and of one whose OLM is installed
     for cluster in (Recorder(), olm_cluster(plan)):
@@ -370,12 +371,15 @@ def requests_of(name: str) -> set:
     assert engine.work and all(w.startswith("gate ") for w in engine.work), engine.work
     found |= cluster.requests
 
-    # the verify role's test pods, applied, then removed by its cleanup's prune
+    # the verify role's test pods, applied, then removed by its cleanup's prune; its NCCL
+    # settings' ConfigMap, applied
     listed = {kind: [owned(api, kind, where(kind))] for api, kind in table.managed_kinds()}
     cluster = Recorder(listed=listed)
     applier = Applier(cluster, False)
     applier.apply(pods)
-    applier.prune([], [{"apiVersion": a, "kind": k} for a, k in table.TEST_POD_KINDS], 5)
+    applier.prune([], [{"apiVersion": "v1", "kind": "Pod"}], 5)
+    view = verify.group_view(plan, plan["groups"][0]["name"])
+    applier.apply([nccl_settings.config_map(view, False, {"NCCL_SOCKET_IFNAME": "eth0"}, ["a"])])
     found |= cluster.requests
 
     # uninstall, every stage, with one of the collection's objects of each kind to remove
@@ -491,9 +495,9 @@ def test_the_shipped_roles_allow_every_request_the_collection_makes(inventory):
     assert refused == [], f"{k8s_client.RBAC_FILE} does not allow: {refused}"
 
 
-def test_the_collection_writes_test_pods_only_where_the_role_is():
-    """Pods are the one kind written in a namespace the user chooses: the Role there allows it,
-    the ClusterRole never does."""
+def test_the_collection_writes_test_pods_and_config_maps_only_where_the_role_is():
+    """Pods and the NCCL settings' ConfigMaps are the kinds written in a namespace the user
+    chooses: the Role there allows it, the ClusterRole never does."""
     pod_writes = {
         (verb, namespace)
         for verb, group, resource, namespace, _name in every_request()
@@ -501,8 +505,15 @@ def test_the_collection_writes_test_pods_only_where_the_role_is():
     }
     assert {verb for verb, _namespace in pod_writes} == set(shipped("Role")["rules"][0]["verbs"])
     for rule in shipped("ClusterRole")["rules"]:
-        if "" in rule["apiGroups"] and "pods" in rule["resources"]:
+        if "" in rule["apiGroups"] and {"pods", "configmaps"} & set(rule["resources"]):
             assert set(rule["verbs"]) <= {"get", "list"}, rule
+    config_map_writes = {
+        verb
+        for verb, group, resource, _namespace, _name in every_request()
+        if (group, resource) == ("", "configmaps") and verb not in ("get", "list")
+    }
+    assert config_map_writes <= set(shipped("Role")["rules"][1]["verbs"])
+    assert config_map_writes, "the NCCL settings are written"
 
 
 def test_every_kind_the_collection_manages_is_in_the_roles():

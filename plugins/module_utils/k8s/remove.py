@@ -139,7 +139,7 @@ class Remover:
             return
         if stage == TEST_PODS:
             self._delete(
-                owned_objects(self.cluster, table.kind_dicts(table.TEST_POD_KINDS), label_selector),
+                owned_objects(self.cluster, table.kind_dicts(table.VERIFY_KINDS), label_selector),
                 timeout,
                 reason,
             )

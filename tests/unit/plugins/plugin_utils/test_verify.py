@@ -178,7 +178,12 @@ def test_a_good_run_passes_with_its_numbers():
     )
     assert result["table"][1].endswith("pass")
     assert "GPU0 PIX" in result["table"][1]
-    assert result["table"][2:] == ["", "host checks: 10 of 10 passed"], "no problem lines"
+    assert result["table"][2:4] == ["", "host checks: 10 of 10 passed"], "no problem lines"
+    assert result["table"][4:7] == [
+        "",
+        "NCCL settings, ConfigMap default/gpudirect-rdma-nccl",
+        "  NCCL_SOCKET_IFNAME=eth0",
+    ]
 
 
 def test_below_threshold_fails_and_says_why():

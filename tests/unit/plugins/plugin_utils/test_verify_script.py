@@ -303,7 +303,7 @@ def test_a_failed_rail_fails_the_pod_after_every_rail_printed_its_output(pod):
         'case "$*" in *mlx5_3*) echo " Failed to modify QP 294 to RTR"; exit 1;; esac\n'
         'echo "ran with $*"\n',
     )
-    result, _ = run(pod, addresses, {"ROLE": "server"})
+    result, _by_device = run(pod, addresses, {"ROLE": "server"})
     assert result.returncode == 1
     assert "rail 0 output end (exit 0)" in result.stdout
     assert "Failed to modify QP 294 to RTR\ngpudirect-rdma-verify: rail 1 output end (exit 1)" in (
@@ -325,7 +325,7 @@ def test_what_the_script_prints_is_what_the_report_reads(pod):
     for role in ("server", "client"):
         executable(stubs / "ib_write_bw", f"cat {perftest / f'roce_dmabuf_{role}.txt'}\n")
         env = {"ROLE": role, "SERVER_IPS": ",".join(f"10.100.{r}.20" for r in range(8))}
-        result, _ = run(
+        result, _by_device = run(
             pod,
             hgx_rails(sysfs),
             env,
