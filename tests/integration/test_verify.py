@@ -256,6 +256,42 @@ def test_each_node_group_is_tested_between_two_of_its_own_nodes(
     assert verify_pods_left(core) == []
 
 
+@pytest.mark.parametrize(
+    "inventory",
+    [
+        "host-device-roce",
+        "host-device-infiniband",
+        "sriov-legacy-roce",
+        "sriov-legacy-infiniband",
+        "shared-device-infiniband",
+        "nic-configuration-roce",
+    ],
+)
+def test_every_configuration_passes_on_topology_correct_pairs(
+    inventory, run_playbook, harness, core, tmp_path
+):
+    """The configurations the tests above do not verify (shared device on RoCE, eight rails and
+    the node groups are theirs): each pair on the GPU next to its NIC, the host checks clean,
+    the NCCL settings published."""
+    nodes_for(harness, inventory)
+    site(run_playbook, inventory)
+    result = verify(run_playbook, inventory, tmp_path)
+    assert recap(result.stdout)["failed"] == 0
+    report = json.loads((tmp_path / "verify-report.json").read_text())
+    assert report["passed"] is True
+    for pair in report["pairs"]:
+        for side in ("server_gpu", "client_gpu"):
+            assert pair[side]["relation"] == "PIX", (inventory, pair[side])
+    assert {f["status"] for f in report["host_checks"]} == {"ok"}, [
+        f for f in report["host_checks"] if f["status"] != "ok"
+    ]
+    fabric = build_plan(inputs(inventory))["groups"][0]["fabric"]
+    for settings in report["nccl_settings"]:
+        assert settings["published"] is True
+        assert ("NCCL_IB_TC" in settings["env"]) == (fabric == "roce")
+    assert verify_pods_left(core) == []
+
+
 def test_too_few_nodes_is_a_clear_error(run_playbook, harness, tmp_path):
     nodes_for(harness, "shared-device-roce")
     result = verify(
