@@ -166,3 +166,50 @@ def parse(text: str) -> dict:
         ),
         "warnings": list(dict.fromkeys(warnings)),
     }
+
+
+def judge(result: dict, min_busbw_gbps: float, fabric: str, nodes: int | None = None) -> list[str]:
+    """What fails a parsed run (parse's result), each with the likely cause: a socket fallback,
+    network channels without GPUDirect RDMA, wrong values, fewer nodes than asked for, and an
+    average bus bandwidth below min_busbw_gbps (Gb/s). An empty list passes. gpudirect null
+    (NCCL_DEBUG too quiet to tell) is not a failure by itself."""
+    problems = []
+    if result["transport"] == "Socket":
+        problems.append(
+            "NCCL fell back to sockets (NET/Socket), so no RDMA was used: the pods lack the rails' "
+            "RDMA resources or IPC_LOCK, NCCL_IB_HCA names devices the pods do not have, or "
+            "NCCL_IB_DISABLE is set"
+        )
+    elif result["gpudirect"] is False:
+        problems.append(
+            "NCCL's network channels ran without GPUDirect RDMA (no /GDRDMA): GPU memory went "
+            "through host memory. DMA-BUF needs the open GPU kernel modules (or nvidia_peermem "
+            "loaded in peermem mode), and a GPU farther from its NIC than NCCL_NET_GDR_LEVEL "
+            "allows is staged through the CPU"
+        )
+    if result["wrong"]:
+        problems.append(
+            f"{result['wrong']} wrong value(s) in the results (#wrong): data was corrupted on the "
+            "way; suspect a GPU, a NIC or a link with errors (ibstat and the switch's counters), "
+            "and run again"
+        )
+    if nodes is not None and result["nodes"] is not None and result["nodes"] < nodes:
+        problems.append(
+            f"the run spanned {result['nodes']} node(s), not the {nodes} asked for: a rank did "
+            "not start on every node"
+        )
+    if result["avg_busbw_gbps"] < min_busbw_gbps:
+        why = (
+            "on RoCE, bandwidth collapsing to a fraction of the link is typical of a fabric "
+            "without flow control: PFC (or ECN) on the lossless priority on NICs and switches, "
+            "and NCCL_IB_TC marking the traffic for it"
+            if fabric == "roce"
+            else "check the links' rate and width (ibstat), the subnet manager's routing and "
+            "that every rail's NIC is in NCCL_IB_HCA"
+        )
+        problems.append(
+            f"average bus bandwidth {result['avg_busbw_gbps']} Gb/s "
+            f"({result['avg_busbw_gbytes']} GB/s) is below the threshold of {min_busbw_gbps} "
+            f"Gb/s: {why}"
+        )
+    return problems
