@@ -58,20 +58,25 @@ def _check_text(check: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def junit(report: dict) -> str:
-    """JUnit XML of the report: a test suite of one test case per pair."""
-    pairs = report.get("pairs") or []
-    failed = [p for p in pairs if not p["passed"]]
-    suites = ET.Element("testsuites", name=SUITE, tests=str(len(pairs)), failures=str(len(failed)))
-    suite = ET.SubElement(
-        suites,
+def _suite(parent: ET.Element, name: str, tests: int, failures: int) -> ET.Element:
+    return ET.SubElement(
+        parent,
         "testsuite",
-        name=f"{SUITE}: GPUDirect RDMA bandwidth",
-        tests=str(len(pairs)),
-        failures=str(len(failed)),
+        name=f"{SUITE}: {name}",
+        tests=str(tests),
+        failures=str(failures),
         errors="0",
         skipped="0",
     )
+
+
+def junit(report: dict) -> str:
+    """JUnit XML of the report: a test suite of one test case per pair, and one of a test case
+    per host check."""
+    pairs = report.get("pairs") or []
+    failed = [p for p in pairs if not p["passed"]]
+    suites = ET.Element("testsuites", name=SUITE, tests=str(len(pairs)), failures=str(len(failed)))
+    suite = _suite(suites, "GPUDirect RDMA bandwidth", len(pairs), len(failed))
     properties = ET.SubElement(suite, "properties")
     for key in ("min_gbps", "gpu_memory", "allow_cross_switch"):
         if key in report:
@@ -88,15 +93,7 @@ def junit(report: dict) -> str:
     checks = report.get("host_checks") or []
     if checks:
         failed_checks = [c for c in checks if c["status"] == "failure"]
-        host = ET.SubElement(
-            suites,
-            "testsuite",
-            name=f"{SUITE}: host checks",
-            tests=str(len(checks)),
-            failures=str(len(failed_checks)),
-            errors="0",
-            skipped="0",
-        )
+        host = _suite(suites, "host checks", len(checks), len(failed_checks))
         for check in checks:
             case = ET.SubElement(
                 host,
