@@ -30,15 +30,6 @@ GPU_OPERATOR_RDMA = (
     "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-rdma.html"
 )
 LOCAL_DOC = "docs/troubleshooting.md"
-# What each check is about, for a report's reader.
-CHECKS = {
-    "acs": "PCIe ACS on the bridges between each rail's GPU and NIC",
-    "iommu": "IOMMU mode on the kernel command line",
-    "gpu-driver": "GPU kernel module flavour (open modules for DMA-BUF)",
-    "peermem": "nvidia_peermem loaded (peermem mode)",
-    "link": "each rail's port state",
-    "mtu": "each rail's interface MTU",
-}
 _REDIRECT = re.compile(r"\b(ReqRedir|CmpltRedir)\+")
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import new_object
 
-COMPONENT = "verify"
 DEFAULT_PFC_PRIORITY = 3
 
 
@@ -74,13 +73,16 @@ def environment(plan: dict, view: dict, pairs: list[dict]) -> tuple[dict[str, st
     return env, notes
 
 
-def config_map(view: dict, grouped: bool, env: dict[str, str], nodes: list[str]) -> dict:
-    """The envFrom-ready ConfigMap of a group's settings, in the network's namespace."""
+def config_map(
+    view: dict, grouped: bool, env: dict[str, str], nodes: list[str], component: str
+) -> dict:
+    """The envFrom-ready ConfigMap of a group's settings, in the network's namespace, labelled
+    as the collection's component (the verify test's)."""
     obj = new_object(
         "v1",
         "ConfigMap",
         config_map_name(view, grouped),
-        COMPONENT,
+        component,
         namespace=view["network_namespace"],
         annotations={"gpudirect.rdma/measured-on": ",".join(nodes)},
     )

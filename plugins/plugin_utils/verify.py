@@ -39,13 +39,11 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.topology import (
 
 COMPONENT = "verify"
 ROLE_LABEL = "gpudirect.rdma/verify-role"
-RAIL_LABEL = "gpudirect.rdma/rail"
 GROUP_LABEL = "gpudirect.rdma/node-group"
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
 SCRIPT = (Path(__file__).parent / "verify_test.sh").read_text()
 # The script's lines around the matrix and each rail's output, and its line naming a rail's pair.
-MARK = "gpudirect-rdma-verify: "
 _RAIL_LINE = re.compile(
     r"^gpudirect-rdma-verify: rail (?P<rail>\d+) (?P<role>server|client) on (?P<nic>\S+) "
     r"\((?P<link>[^)]*)\) (?P<address>\S+) GPU (?P<gpu>\d+) (?P<bus>\S+) (?P<relation>\S+): "
@@ -355,7 +353,7 @@ def nccl_environments(plan: dict, pairs: list[dict]) -> tuple[list[dict], list[d
         )
         if passed:
             nodes = [mine[0]["server_node"], mine[0]["client_node"]]
-            config_maps.append(nccl_settings.config_map(view, grouped, env, nodes))
+            config_maps.append(nccl_settings.config_map(view, grouped, env, nodes, COMPONENT))
     return settings, config_maps
 
 
@@ -450,18 +448,19 @@ def server_addresses(plan: dict, servers: list[dict]) -> list[str]:
     return addresses
 
 
+def _allocatable(node: dict, resource: str) -> int:
+    """How many of resource the node advertises as allocatable (0 when absent or not a count)."""
+    value = str(((node.get("status") or {}).get("allocatable") or {}).get(resource, "0"))
+    return int(value) if value.isdigit() else 0
+
+
 def eligible_nodes(plan: dict, nodes: list[dict]) -> tuple[list[str], dict[str, str]]:
     """Nodes that can run a test pod: schedulable, with a GPU and every rail's resource."""
     eligible, ineligible = [], {}
     wanted = ["nvidia.com/gpu", *[rail["node_resource"] for rail in plan["rails"]]]
     for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
         name = node["metadata"]["name"]
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        missing = [
-            r
-            for r in wanted
-            if not str(allocatable.get(r, "0")).isdigit() or int(str(allocatable.get(r, "0"))) < 1
-        ]
+        missing = [r for r in wanted if _allocatable(node, r) < 1]
         if (node.get("spec") or {}).get("unschedulable"):
             ineligible[name] = "unschedulable (cordoned)"
         elif missing:
@@ -523,11 +522,7 @@ def gpu_path(log: dict, rail: int) -> dict:
 
 def gpu_counts(nodes: list[dict]) -> dict[str, int]:
     """How many GPUs (nvidia.com/gpu) each node advertises as allocatable."""
-    counts = {}
-    for node in nodes:
-        value = str(((node.get("status") or {}).get("allocatable") or {}).get("nvidia.com/gpu", 0))
-        counts[node["metadata"]["name"]] = int(value) if value.isdigit() else 0
-    return counts
+    return {node["metadata"]["name"]: _allocatable(node, "nvidia.com/gpu") for node in nodes}
 
 
 def host_findings(plan: dict, logs: dict[str, str], pairs: list[list[str]]) -> list[dict]:

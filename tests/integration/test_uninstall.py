@@ -240,6 +240,19 @@ def managed_left(kube) -> list[str]:
     return left
 
 
+def uninstall_everything(run_playbook):
+    """uninstall.yml with the Namespaces and MachineConfigs it created removed too."""
+    return run_playbook(
+        UNINSTALL,
+        "-e",
+        "uninstall_namespaces=true",
+        "-e",
+        "uninstall_machine_configs=true",
+        "-e",
+        "uninstall_timeout=90",
+    )
+
+
 def csvs(custom, namespaces) -> list[str]:
     found = []
     for namespace in namespaces:
@@ -298,15 +311,7 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
     assert "(deleted)" in check.stdout
     assert audit.writes(ADMIN_USER) == [], "check mode writes nothing"
 
-    result = run_playbook(
-        UNINSTALL,
-        "-e",
-        "uninstall_namespaces=true",
-        "-e",
-        "uninstall_machine_configs=true",
-        "-e",
-        "uninstall_timeout=90",
-    )
+    result = uninstall_everything(run_playbook)
     assert recap(result.stdout)["failed"] == 0
     assert managed_left(kube) == []
     assert [ns for ns in namespaces if exists(kube, _ns(ns))] == []
@@ -415,14 +420,6 @@ def test_sriov_policies_on_a_cluster_whose_nodes_left_are_removed_without_waitin
         ),
         what="the node states of the gone nodes deleted",
     )
-    result = run_playbook(
-        UNINSTALL,
-        "-e",
-        "uninstall_namespaces=true",
-        "-e",
-        "uninstall_machine_configs=true",
-        "-e",
-        "uninstall_timeout=90",
-    )
+    result = uninstall_everything(run_playbook)
     assert recap(result.stdout)["failed"] == 0
     assert managed_left(kube) == []

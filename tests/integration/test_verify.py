@@ -40,6 +40,13 @@ def verify(run_playbook, inventory, report_dir, *extra, check=True):
     )
 
 
+def failed_verify(run_playbook, inventory, report_dir, *extra) -> str:
+    """verify.yml, which must fail; its output on one line (wrapped messages joined)."""
+    result = verify(run_playbook, inventory, report_dir, *extra, check=False)
+    assert result.returncode != 0, result.stdout[-3000:]
+    return " ".join(result.stdout.split())
+
+
 def verify_pods_left(core) -> list[str]:
     return [
         p.metadata.name
@@ -94,16 +101,9 @@ def test_a_pair_below_the_threshold_fails_and_the_report_says_why(
     shared_device_roce, run_playbook, core, knobs, tmp_path
 ):
     knobs({"perftest": {"bw_gbps": 42.5}})
-    result = verify(
-        run_playbook,
-        "shared-device-roce",
-        tmp_path,
-        "-e",
-        "verify_min_gbps=100",
-        check=False,
+    output = failed_verify(
+        run_playbook, "shared-device-roce", tmp_path, "-e", "verify_min_gbps=100"
     )
-    assert result.returncode != 0
-    output = " ".join(result.stdout.split())
     assert (
         "GPUDirect RDMA verification failed: rail 0 (worker-0 -> worker-1): "
         "average 42.5 Gb/s is below the threshold of 100.0 Gb/s" in output
@@ -118,9 +118,7 @@ def test_a_pair_below_the_threshold_fails_and_the_report_says_why(
 
 def test_a_pair_without_gpu_memory_fails(shared_device_roce, run_playbook, core, knobs, tmp_path):
     knobs({"perftest": {"gpu_memory": "none"}})
-    result = verify(run_playbook, "shared-device-roce", tmp_path, check=False)
-    assert result.returncode != 0
-    output = " ".join(result.stdout.split())
+    output = failed_verify(run_playbook, "shared-device-roce", tmp_path)
     assert (
         "client: GPU memory was not used (expected dmabuf): GPUDirect RDMA did not happen" in output
     )
@@ -135,9 +133,8 @@ def test_a_client_that_cannot_connect_fails_with_perftests_hint(
     shared_device_roce, run_playbook, core, knobs, tmp_path
 ):
     knobs({"perftest": {"failure": "connection_refused"}})
-    result = verify(run_playbook, "shared-device-roce", tmp_path, check=False)
-    assert result.returncode != 0
-    assert "the client could not reach the server" in " ".join(result.stdout.split())
+    output = failed_verify(run_playbook, "shared-device-roce", tmp_path)
+    assert "the client could not reach the server" in output
     assert verify_pods_left(core) == []
 
 
@@ -186,13 +183,11 @@ def test_a_nic_without_a_gpu_on_its_switch_fails_with_its_hint_unless_allowed(
         hardware=Hardware(nics=(Nic(plan["rails"][0]["interface"], "eth", gpu_path="NODE"),)),
     )
     site(run_playbook, "shared-device-roce")
-    result = verify(run_playbook, "shared-device-roce", tmp_path, check=False)
-    assert result.returncode != 0
-    output = " ".join(result.stdout.split())
+    output = failed_verify(run_playbook, "shared-device-roce", tmp_path)
     assert (
         "server: GPU 0 (00000000:18:00.0) reaches mlx5_0 through NODE (between PCIe host bridges "
         "of one NUMA node): no GPU of the node shares a PCIe switch with mlx5_0" in output
-    ), result.stdout[-3000:]
+    ), output[-3000:]
     assert "set verify_allow_cross_switch: true to accept it" in output
     assert verify_pods_left(core) == []
     allowed = verify(
@@ -218,13 +213,11 @@ def test_a_node_with_acs_on_fails_the_host_checks_naming_the_bridges_and_the_fix
         {"metadata": {"annotations": {HARDWARE_ANNOTATION: json.dumps({**hardware, "acs": True})}}},
     )
     site(run_playbook, "shared-device-roce")
-    result = verify(run_playbook, "shared-device-roce", tmp_path, check=False)
-    assert result.returncode != 0
-    output = " ".join(result.stdout.split())
+    output = failed_verify(run_playbook, "shared-device-roce", tmp_path)
     assert (
         "host worker-1 acs rail 0: ACS redirects peer-to-peer requests on 0000:17:00.0, "
         "0000:17:04.0 between rail 0's GPU and NIC" in output
-    ), result.stdout[-3000:]
+    ), output[-3000:]
     assert "fix: disable ACS on those bridges in the BIOS" in output
     report = json.loads((tmp_path / "verify-report.json").read_text())
     assert all(p["passed"] for p in report["pairs"]), "the bandwidth itself was fine"
@@ -294,18 +287,14 @@ def test_every_configuration_passes_on_topology_correct_pairs(
 
 def test_too_few_nodes_is_a_clear_error(run_playbook, harness, tmp_path):
     nodes_for(harness, "shared-device-roce")
-    result = verify(
+    output = failed_verify(
         run_playbook,
         "shared-device-roce",
         tmp_path,
         "-e",
         '{"verify_nodes": ["worker-0", "worker-0"]}',
-        check=False,
     )
-    assert result.returncode != 0
-    assert "the bandwidth test needs two different schedulable nodes" in " ".join(
-        result.stdout.split()
-    )
+    assert "the bandwidth test needs two different schedulable nodes" in output
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,9 @@
 """Pods on the fake nodes: Multus, the kubelet, and the bandwidth test they would run.
 
 - Multus: a pod asking for networks (k8s.v1.cni.cncf.io/networks) gets the
-  k8s.v1.cni.cncf.io/network-status annotation, with a net1 address from the network's
-  NetworkAttachmentDefinition range. (Multus writes this annotation on real clusters too; it is
-  the one change the simulator makes to an object somebody else created.)
+  k8s.v1.cni.cncf.io/network-status annotation, with a net1, net2, ... address from each
+  network's NetworkAttachmentDefinition range. (Multus writes this annotation on real clusters
+  too; it is the one change the simulator makes to an object somebody else created.)
 - kubelet: the pod turns Running; a bandwidth test client (env ROLE=client) finishes after the
   delay, its server once the client has. Finishing runs the pod's own script (its container
   command, unchanged) on a made-up node (testbed.py: sysfs with an RDMA device and GID table
@@ -11,10 +11,10 @@
   stand-in); the pod ends Succeeded or Failed with the script's exit code. Logs are served to
   the API server from a kubelet endpoint on 127.0.0.1 (each fake node's status points at it),
   so `kubectl logs` and kubernetes.core.k8s_log work.
-- The stand-in's output is shaped like real ib_write_bw runs (tests/unit/fixtures/perftest
-  holds captured shapes): CUDA lines with DMA-BUF or peermem registration, the test header, the
-  result row. Knobs: perftest.bw_gbps, perftest.gpu_memory (as_requested | none),
-  perftest.failure ("" | connection_refused | wrong_gid).
+- The stand-in's output (perftest_standin.py) is shaped like real ib_write_bw runs
+  (tests/unit/fixtures/perftest holds captured shapes): CUDA lines with DMA-BUF or peermem
+  registration, the test header, the result row. Knobs: perftest.bw_gbps, perftest.gpu_memory
+  (as_requested | none), perftest.failure ("" | connection_refused | wrong_gid).
 """
 
 from __future__ import annotations
@@ -107,98 +107,6 @@ def _env(pod: dict) -> dict:
     return {e["name"]: e.get("value", "") for e in containers[0].get("env") or []}
 
 
-def perftest_output(
-    role: str,
-    link_type: str,
-    gpu_memory: str,
-    bw_gbps: float,
-    device: str,
-    address: str,
-    gid_index: int | None,
-    failure: str,
-    cuda_device: int = 0,
-) -> str:
-    """ib_write_bw output of one side, in the shape of the captured runs."""
-    lines = []
-    if gpu_memory != "none":
-        lines += [
-            "initializing CUDA",
-            "Listing all CUDA devices in system:",
-            "CUDA device 0: PCIe address is 17:00",
-            "",
-            f"Picking device No. {cuda_device}",
-            f"[pid = 61, dev = {cuda_device}] device name = [NVIDIA A100-SXM4-80GB]",
-            "creating CUDA Ctx",
-            "making it the current CUDA Ctx",
-            "CUDA device integrated: 0",
-            "cuMemAlloc() of a 2097152 bytes GPU buffer",
-            "allocated GPU buffer address at 00007f3a7e000000 pointer=0x7f3a7e000000",
-        ]
-        if gpu_memory == "dmabuf":
-            lines += [
-                "using DMA-BUF for GPU buffer address at 0x7f3a7e000000 aligned at "
-                "0x7f3a7e000000 with aligned size 2097152",
-                "Calling ibv_reg_dmabuf_mr(offset=0, size=2097152, addr=0x7f3a7e000000, "
-                "fd=42) for QP #0",
-            ]
-    if role == "server":
-        lines += [
-            "",
-            "************************************",
-            "* Waiting for client to connect... *",
-            "************************************",
-        ]
-    if failure == "connection_refused" and role == "client":
-        return (
-            "\n".join(
-                lines
-                + [f"Couldn't connect to {address}:10000", "Unable to init the socket connection"]
-            )
-            + "\n"
-        )
-    rule = "-" * 87
-    lines += [
-        rule,
-        "                    RDMA_Write BW Test",
-        f" Dual-port       : OFF\t\tDevice         : {device}",
-        " Number of qps   : 16\t\tTransport type : IB",
-        " Connection type : RC\t\tUsing SRQ      : OFF",
-        " PCIe relax order: ON",
-        " ibv_wr* API     : ON",
-        " CQ Moderation   : 100",
-        " Mtu             : 4096[B]",
-        f" Link type       : {'Ethernet' if link_type == 'eth' else 'IB'}",
-    ]
-    if gid_index is not None:
-        lines.append(f" GID index       : {gid_index}")
-    lines += [
-        " Max inline data : 0[B]",
-        " rdma_cm QPs\t : OFF",
-        " Data ex. method : Ethernet",
-        rule,
-    ]
-    if failure == "wrong_gid":
-        return (
-            "\n".join(
-                lines
-                + [
-                    " Failed to modify QP 294 to RTR",
-                    " Unable to Connect the HCA's through the link",
-                ]
-            )
-            + "\n"
-        )
-    lines += [
-        " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]",
-        f" 65536      10329004         0.00               {bw_gbps:.2f}"
-        f"               {bw_gbps * 1e9 / 8 / 65536 / 1e6:.6f}",
-        rule,
-    ]
-    if gpu_memory != "none":
-        lines += ["deallocating GPU buffer 00007f3a7e000000", "destroying current CUDA Ctx"]
-    return "\n".join(lines) + "\n"
-
-
 def _pod_status(pod: dict, phase: str, state: dict, stamp: str, **extra) -> dict:
     """The status patch of a pod with one container in state (running or terminated)."""
     running = phase == "Running"
@@ -223,13 +131,10 @@ def _pod_status(pod: dict, phase: str, state: dict, stamp: str, **extra) -> dict
 
 
 def _pairing(pod: dict) -> tuple:
-    """What pairs a server with its client: the namespace, the node group and the rail."""
+    """What pairs a server with its client (each holds every rail): the namespace and the node
+    group."""
     labels = pod["metadata"].get("labels") or {}
-    return (
-        pod["metadata"]["namespace"],
-        labels.get("gpudirect.rdma/node-group"),
-        labels.get("gpudirect.rdma/rail"),
-    )
+    return (pod["metadata"]["namespace"], labels.get("gpudirect.rdma/node-group"))
 
 
 class Pods:

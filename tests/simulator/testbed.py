@@ -18,7 +18,7 @@ node and the pod. Only what the script reads of the machine is made up:
 - `ip`, answering for netN with the address Multus gave (the pod's network-status);
 - `nvidia-smi`, answering `topo -m` with a matrix made from the node's hardware (see
   topology_matrix) for the GPUs the pod was given, and the GPU query with their bus ids;
-- `ib_write_bw`, printing output shaped like the captured runs (pods.perftest_output) for the
+- `ib_write_bw`, printing output shaped like the captured runs (perftest_standin.py) for the
   device, GID index and GPU memory mode the script passed, with the perftest knobs.
 
 So the integration tests run the script the collection ships, its device, GID and GPU choice
@@ -35,12 +35,15 @@ import tempfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# Relations a NIC may have to the GPU nearest to it (a node's hardware says which, per NIC).
-NEAREST = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+
+def _bus_of_gpu(index: int) -> int:
+    """The PCI bus number of GPU index (each GPU below a PCIe switch of its own)."""
+    return 0x18 + 0x10 * index
 
 
 def gpu_bus(index: int) -> str:
-    return f"00000000:{0x18 + 0x10 * index:02X}:00.0"
+    return f"00000000:{_bus_of_gpu(index):02X}:00.0"
 
 
 def nearest_gpu(nic: int, nics: int, gpus: int) -> int:
@@ -117,7 +120,7 @@ def _hex(value: int) -> str:
 
 def _gpu_chain(gpu: int) -> list[str]:
     """The PCI path of GPU gpu: its root port, a PCIe switch (upstream, downstream), the GPU."""
-    bus = 0x18 + 0x10 * gpu
+    bus = _bus_of_gpu(gpu)
     root = _hex(bus - 3)
     return [f"pci0000:{root}", f"0000:{root}:01.0", f"0000:{_hex(bus - 2)}:00.0"] + [
         f"0000:{_hex(bus - 1)}:00.0",
@@ -129,7 +132,7 @@ def _nic_chain(nic: int, nics: list[dict], gpus: int) -> list[str]:
     """A NIC whose path to its nearest GPU is PIX sits on another downstream port of that GPU's
     switch; any other NIC on a root port of its own."""
     near = nearest_gpu(nic, len(nics), gpus)
-    bus = 0x18 + 0x10 * near
+    bus = _bus_of_gpu(near)
     function = sum(1 for n in range(nic) if nearest_gpu(n, len(nics), gpus) == near)
     if (nics[nic].get("gpuPath") or "PIX") == "PIX":
         return _gpu_chain(near)[:3] + [

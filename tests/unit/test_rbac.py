@@ -379,7 +379,13 @@ def requests_of(name: str) -> set:
     applier.apply(pods)
     applier.prune([], [{"apiVersion": "v1", "kind": "Pod"}], 5)
     view = verify.group_view(plan, plan["groups"][0]["name"])
-    applier.apply([nccl_settings.config_map(view, False, {"NCCL_SOCKET_IFNAME": "eth0"}, ["a"])])
+    applier.apply(
+        [
+            nccl_settings.config_map(
+                view, False, {"NCCL_SOCKET_IFNAME": "eth0"}, ["a"], verify.COMPONENT
+            )
+        ]
+    )
     found |= cluster.requests
 
     # uninstall, every stage, with one of the collection's objects of each kind to remove
