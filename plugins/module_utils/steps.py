@@ -57,9 +57,13 @@ METHOD_KINDS = (
     ("nv-ipam.nvidia.com/v1alpha1", "IPPool"),
     ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy"),
 )
-# What verify.yml leaves or may leave: the test's pods (kept with verify_keep_pods) and the NCCL
-# settings' ConfigMaps. Not a step, but uninstall removes them first.
-VERIFY_KINDS = (("v1", "Pod"), ("v1", "ConfigMap"))
+# What verify.yml leaves or may leave: the test's pods and the NCCL test's headless Service (kept
+# with verify_keep_pods) and the NCCL settings' ConfigMaps. Not a step, but uninstall removes them
+# first.
+VERIFY_KINDS = (("v1", "Pod"), ("v1", "Service"), ("v1", "ConfigMap"))
+# The NCCL test's SSH key Secret, read by its name in the namespaces of the test's other objects,
+# never by listing Secrets (rbac/ grants this one name only).
+VERIFY_NAMED = (("v1", "Secret", "gpudirect-rdma-verify-nccl-ssh"),)
 # The mirror registry's pull Secret, made from gpudirect_rdma_image_registry_username/_password.
 # It is read by its name, never by listing Secrets: rbac/ grants this one name only.
 REGISTRY_SECRET_NAME = "gpudirect-rdma-image-registry"  # noqa: S105 - a name, not a password

@@ -15,7 +15,8 @@ description:
   - Each stage's objects are deleted together, then the module waits until every one is gone
     before the next stage, so an operator that still runs cleans up after its operands.
   - "Stages, in uninstall order (the reverse of the steps of M(gpudirect.rdma.step)):
-    C(test-pods) (the bandwidth test's Pods and the NCCL settings' ConfigMaps); C(method) (the RDMA networks, IPPools and SR-IOV
+    C(test-pods) (verify.yml's Pods, the NCCL test's Service and its SSH key Secret, read by its
+    name where the others are, and the NCCL settings' ConfigMaps); C(method) (the RDMA networks, IPPools and SR-IOV
     node policies of any method, then, when node policies went, the SR-IOV node states synced
     again, their VFs removed); C(gpu-operator) (ClusterPolicy); C(nic-configuration)
     (NicConfigurationTemplate; see O(reset)); C(machine-config) (MachineConfig,

@@ -3,19 +3,21 @@
 
 - junit(report): JUnit XML, one test case per pair (classname gpudirect.rdma.bandwidth, with
   the node group when there are several) and per host check of each node (classname
-  gpudirect.rdma.host.<check>), a failure element per failed one holding its problems (a host
-  check's warning or unknown state is a pass whose system-out says so), the numbers in
-  system-out; AAP, Jenkins and GitLab show it as test results.
+  gpudirect.rdma.host.<check>) and per NCCL run (classname gpudirect.rdma.nccl), a failure
+  element per failed one holding its problems (a host check's warning or unknown state is a
+  pass whose system-out says so), the numbers in system-out; AAP, Jenkins and GitLab show it as
+  test results.
 - html(report): one self-contained page (inline CSS and SVG, no script, nothing fetched) with
   the verdict, the pairs' table with each side's GPU and its relation to the NIC, the problems
   and warnings, a bar chart of the average bandwidth per pair and rail against the threshold,
-  the host checks with what to change, and the NICs' firmware configuration when the report
-  holds it.
+  the host checks with what to change, the NCCL runs with a plot of their bus bandwidth
+  against the message size, and the NICs' firmware configuration when the report holds it.
 """
 
 from __future__ import annotations
 
 import html as escape
+import math
 import xml.etree.ElementTree as ET
 
 SUITE = "gpudirect.rdma verify"
@@ -58,6 +60,18 @@ def _check_text(check: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _run_name(run: dict) -> str:
+    where = f"group {run['group']}: " if "group" in run else ""
+    return f"{where}all_reduce_perf on {', '.join(run['nodes'])}"
+
+
+def _run_text(run: dict) -> str:
+    keys = ("ranks", "transport", "gpudirect", "devices", "avg_busbw_gbps", "max_busbw_gbytes")
+    lines = [f"{key}: {run[key]}" for key in keys if key in run]
+    lines.append(f"settings: {run['config_map']}")
+    return "\n".join(lines) + "\n"
+
+
 def _suite(parent: ET.Element, name: str, tests: int, failures: int) -> ET.Element:
     return ET.SubElement(
         parent,
@@ -71,8 +85,8 @@ def _suite(parent: ET.Element, name: str, tests: int, failures: int) -> ET.Eleme
 
 
 def junit(report: dict) -> str:
-    """JUnit XML of the report: a test suite of one test case per pair, and one of a test case
-    per host check."""
+    """JUnit XML of the report: a test suite of one test case per pair, one of a test case per
+    host check, and one of a test case per NCCL run."""
     pairs = report.get("pairs") or []
     failed = [p for p in pairs if not p["passed"]]
     suites = ET.Element("testsuites", name=SUITE, tests=str(len(pairs)), failures=str(len(failed)))
@@ -107,8 +121,26 @@ def junit(report: dict) -> str:
                     f"{check['detail']}\nfix: {check['fix']}\nsee: {check['reference']}\n"
                 )
             ET.SubElement(case, "system-out").text = _check_text(check)
-        suites.set("tests", str(len(pairs) + len(checks)))
-        suites.set("failures", str(len(failed) + len(failed_checks)))
+    runs = report.get("nccl") or []
+    if runs:
+        failed_runs = [r for r in runs if not r["passed"]]
+        nccl = _suite(suites, "NCCL all_reduce_perf", len(runs), len(failed_runs))
+        for run in runs:
+            case = ET.SubElement(
+                nccl,
+                "testcase",
+                classname="gpudirect.rdma.nccl" + (f".{run['group']}" if "group" in run else ""),
+                name=_run_name(run),
+            )
+            if not run["passed"]:
+                failure = ET.SubElement(
+                    case, "failure", message="; ".join(run["problems"]), type="NCCL"
+                )
+                failure.text = "\n".join(run["problems"]) + "\n"
+            ET.SubElement(case, "system-out").text = _run_text(run)
+    every = suites.findall("testsuite")
+    suites.set("tests", str(sum(int(x.get("tests")) for x in every)))
+    suites.set("failures", str(sum(int(x.get("failures")) for x in every)))
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
 
@@ -174,6 +206,134 @@ def _bars(pairs: list[dict], threshold: float) -> str:
         f'text-anchor="middle">average Gb/s</text></svg>'
     )
     return "".join(parts)
+
+
+_COLORS = ("#1565c0", "#6a1b9a", "#00838f", "#ef6c00", "#2e7d32", "#ad1457")
+
+
+def _size_label(size: int) -> str:
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift}{unit}"
+    return str(size)
+
+
+def _curves(runs: list[dict], threshold: float) -> str:
+    """An SVG line plot: each NCCL run's out-of-place bus bandwidth (Gb/s) against the message
+    size (log scale), the threshold on the average as a dashed line."""
+    series = [(run, run.get("rows") or []) for run in runs]
+    sizes = sorted({row["size"] for _run, rows in series for row in rows})
+    if not sizes:
+        return '<p class="muted">No NCCL run printed a results table.</p>'
+    values = [row["out_of_place"]["busbw"] * 8 for _run, rows in series for row in rows]
+    top = max([*values, threshold, 1.0]) * 1.15
+    left, height, width = 60, 220, max(360, 44 * len(sizes))
+    low, high = math.log2(sizes[0]), math.log2(sizes[-1])
+
+    def x(size: int) -> float:
+        return left + (0 if high == low else (math.log2(size) - low) / (high - low) * width)
+
+    def y(value: float) -> float:
+        return height - value / top * height + 10
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 170}" '
+        f'height="{height + 70}" role="img" aria-label="NCCL bus bandwidth against message size">'
+    ]
+    for step in range(5):
+        value = top * step / 4
+        parts.append(
+            f'<line x1="{left}" x2="{left + width}" y1="{y(value):.1f}" y2="{y(value):.1f}" '
+            f'stroke="#eee"/><text x="{left - 6}" y="{y(value) + 4:.1f}" text-anchor="end">'
+            f"{value:.0f}</text>"
+        )
+    every = max(1, len(sizes) // 12)
+    for size in sizes[::every]:
+        parts.append(
+            f'<text x="{x(size):.1f}" y="{height + 28}" text-anchor="middle">'
+            f"{_size_label(size)}</text>"
+        )
+    for index, (run, rows) in enumerate(series):
+        color = _COLORS[index % len(_COLORS)]
+        points = " ".join(
+            f"{x(r['size']):.1f},{y(r['out_of_place']['busbw'] * 8):.1f}"
+            for r in sorted(rows, key=lambda r: r["size"])
+        )
+        if points:
+            parts.append(
+                f'<polyline class="busbw" fill="none" stroke="{color}" stroke-width="2" '
+                f'points="{points}"><title>{escape.escape(_run_name(run))}</title></polyline>'
+                f'<text x="{left + width + 8}" y="{24 + 16 * index}" fill="{color}">'
+                f"{escape.escape(', '.join(run['nodes'])[:24])}</text>"
+            )
+    parts.append(
+        f'<line x1="{left}" x2="{left + width}" y1="{y(threshold):.1f}" y2="{y(threshold):.1f}" '
+        f'stroke="#c62828" stroke-dasharray="6 4"/><text x="{left + width + 8}" '
+        f'y="{y(threshold) + 4:.1f}" fill="#c62828">average needed {threshold:g} Gb/s</text>'
+        f'<text x="{left + width / 2}" y="{height + 52}" text-anchor="middle">message size '
+        f'(bytes)</text><text x="14" y="{height / 2 + 10}" '
+        f'transform="rotate(-90 14 {height / 2 + 10})" text-anchor="middle">bus bandwidth Gb/s'
+        "</text></svg>"
+    )
+    return "".join(parts)
+
+
+def _nccl_verdict(runs: list[dict]) -> str:
+    if not runs:
+        return ""
+    passed = sum(1 for r in runs if r["passed"])
+    return (
+        f"; {passed} of {len(runs)} NCCL run(s) passed, average bus bandwidth needed "
+        f"{float(runs[0].get('min_busbw_gbps') or 0):g} Gb/s"
+    )
+
+
+def _nccl_section(runs: list[dict]) -> str:
+    if not runs:
+        return ""
+    grouped = any("group" in r for r in runs)
+    rows = []
+    problems = []
+    for run in runs:
+        gdr = {True: "yes", False: "no", None: "unknown"}.get(run.get("gpudirect"), "-")
+        rows.append(
+            f'<tr class="{"passed" if run["passed"] else "failed"}">'
+            + (_cell(run.get("group")) if grouped else "")
+            + _cell(", ".join(run["nodes"]))
+            + _cell(run.get("ranks"), True)
+            + _cell(run.get("transport"))
+            + _cell(gdr if "gpudirect" in run else None)
+            + _cell(", ".join(run.get("devices") or []) or None)
+            + _cell(run.get("avg_busbw_gbps"), True)
+            + _cell(run.get("max_busbw_gbytes"), True)
+            + _cell(run["config_map"])
+            + _cell("pass" if run["passed"] else "FAIL")
+            + "</tr>"
+        )
+        if run["problems"]:
+            items = "".join(f"<li>{escape.escape(p)}</li>" for p in run["problems"])
+            problems.append(
+                f'<h3>{escape.escape(_run_name(run))}</h3><ul class="problems">{items}</ul>'
+            )
+    columns = (["group"] if grouped else []) + [
+        "nodes",
+        "ranks",
+        "transport",
+        "GPUDirect",
+        "NICs",
+        "avg busbw Gb/s",
+        "best busbw GB/s",
+        "NCCL settings",
+        "result",
+    ]
+    header = "".join(f"<th>{c}</th>" for c in columns)
+    threshold = float(runs[0].get("min_busbw_gbps") or 0)
+    return (
+        "<h2>NCCL bus bandwidth against message size</h2>"
+        + _curves(runs, threshold)
+        + f"<h2>NCCL runs</h2><table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}"
+        "</tbody></table>" + "".join(problems)
+    )
 
 
 def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
@@ -248,7 +408,9 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
         f"{'passed' if passed else 'failed'}</span> "
         f"{len([p for p in pairs if p['passed']])} of {len(pairs)} pair(s) passed; threshold "
         f"{threshold:g} Gb/s; GPU memory {escape.escape(str(report.get('gpu_memory', '-')))}; "
-        f"cross-switch pairs {'allowed' if report.get('allow_cross_switch') else 'fail'}</p>"
+        f"cross-switch pairs {'allowed' if report.get('allow_cross_switch') else 'fail'}"
+        + _nccl_verdict(report.get("nccl") or [])
+        + "</p>"
         f"<h2>Bandwidth per pair and rail</h2>{_bars(pairs, threshold)}"
         f"<h2>Pairs</h2><table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody>"
         "</table>"
@@ -261,6 +423,7 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
             if checks
             else ""
         )
+        + _nccl_section(report.get("nccl") or [])
         + (
             "<h2>NIC firmware configuration</h2><table><thead><tr><th>node</th><th>NicDevice"
             "</th><th>type</th><th>firmware</th><th>configuration</th><th>ports</th></tr>"
@@ -268,6 +431,7 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
             if devices
             else ""
         )
-        + '<p class="muted">Written by gpudirect.rdma verify; the numbers are ib_write_bw\'s.</p>'
+        + '<p class="muted">Written by gpudirect.rdma verify; the numbers are ib_write_bw\'s'
+        " and all_reduce_perf's.</p>"
         "</body></html>\n"
     )

@@ -43,7 +43,7 @@ def _run(page: Path, *flags: str) -> subprocess.CompletedProcess:
     )
 
 
-def open_page(page: Path, screenshot: str) -> tuple[str, Path, str]:
+def open_page(page: Path, screenshot: str, height: int = 1400) -> tuple[str, Path, str]:
     """The DOM Chromium built from the page, a screenshot of it (in build/screenshots, kept for
     people to look at), and what Chromium logged."""
     dom = _run(page, "--dump-dom")
@@ -51,7 +51,7 @@ def open_page(page: Path, screenshot: str) -> tuple[str, Path, str]:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     picture = SCREENSHOTS / screenshot
     picture.unlink(missing_ok=True)
-    shot = _run(page, f"--screenshot={picture}", "--window-size=1400,1400")
+    shot = _run(page, f"--screenshot={picture}", f"--window-size=1400,{height}")
     assert shot.returncode == 0 and picture.exists(), shot.stderr[-2000:]
     return dom.stdout, picture, dom.stderr + shot.stderr
 

@@ -143,7 +143,7 @@ EVERYTHING = (
 def resources(plans: list[dict]) -> set[str]:
     """The resources the plans' objects and their test pods are stored as."""
     kinds = {(o["apiVersion"], o["kind"]) for plan in plans for o in build_objects(plan)}
-    kinds.add(("v1", "Pod"))
+    kinds |= {("v1", "Pod"), ("v1", "Service"), ("v1", "Secret")}
     return {resource_of(api_version, kind) for api_version, kind in kinds}
 
 
@@ -176,10 +176,12 @@ def test_site_verify_and_uninstall_as_a_user_bound_only_to_the_shipped_roles(
     assert "the Role gpudirect-rdma-verify" in one_line(unbound)
     bind(USER, ["RoleBinding"])
 
+    # With the NCCL test: its Secret (by name), headless Service, workers and launcher.
     began = time.monotonic()
-    assert recap(verify(as_user, FIRST, tmp_path).stdout)["failed"] == 0
-    seconds["verify.yml"] = time.monotonic() - began
-    assert json.loads((tmp_path / "verify-report.json").read_text())["passed"] is True
+    assert recap(verify(as_user, FIRST, tmp_path, "-e", "verify_nccl=true").stdout)["failed"] == 0
+    seconds["verify.yml with the NCCL test"] = time.monotonic() - began
+    report = json.loads((tmp_path / "verify-report.json").read_text())
+    assert report["passed"] is True and report["nccl"][0]["passed"] is True
 
     nodes_for(harness, SECOND)
     began = time.monotonic()

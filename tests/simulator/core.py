@@ -52,6 +52,9 @@ DEFAULT_KNOBS: dict = {
     # lines as the pod's GPU_MEMORY says) or none (host memory); failure "" (a result),
     # connection_refused or wrong_gid (no result row).
     "perftest": {"bw_gbps": 180.47, "gpu_memory": "as_requested", "failure": ""},
+    # The NCCL test's mpirun stand-in (nccl_standin.py); busbw_gbytes, when set, is the run's
+    # peak bus bandwidth whatever the rails.
+    "nccl": {"transport": "", "gpudirect": True, "rail_gbytes": 24.0, "wrong": 0},
     # The NIC configuration daemon: error_reason (IncorrectSpec, SpecValidationFailed,
     # NonVolatileConfigUpdateFailed, RuntimeConfigUpdateFailed or FirmwareError) makes the
     # configured devices of error_nodes (empty: every node) end in that reason, at the step where

@@ -15,10 +15,18 @@
   (tests/unit/fixtures/perftest holds captured shapes): CUDA lines with DMA-BUF or peermem
   registration, the test header, the result row. Knobs: perftest.bw_gbps, perftest.gpu_memory
   (as_requested | none), perftest.failure ("" | connection_refused | wrong_gid).
+- The NCCL test: a pod with a Secret volume whose Secret is missing stays Pending (FailedMount).
+  Its workers (label gpudirect.rdma/verify-role=nccl-worker) run until deleted (their SSH
+  servers are not run); its launcher finishes after the delay once its workers run, by running
+  its own script with ssh and mpirun stand-ins (nccl_standin.py) that know which workers the
+  cluster's DNS would resolve (a headless Service of the subdomain's name selecting the pod),
+  the key they accept, and what NCCL would find in each (RDMA devices, IPC_LOCK, GPUDirect).
+  Knobs: nccl.transport, nccl.gpudirect, nccl.rail_gbytes, nccl.busbw_gbytes, nccl.wrong.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 import json
@@ -137,6 +145,30 @@ def _pairing(pod: dict) -> tuple:
     return (pod["metadata"]["namespace"], labels.get("gpudirect.rdma/node-group"))
 
 
+def _role(pod: dict) -> str | None:
+    return (pod["metadata"].get("labels") or {}).get("gpudirect.rdma/verify-role")
+
+
+def _secrets(world: World, pod: dict) -> dict[str, str] | None:
+    """The files of the pod's Secret volumes (decoded), or None when one of the Secrets is not
+    there (a real kubelet then reports FailedMount and keeps the pod waiting)."""
+    files = {}
+    for volume in pod["spec"].get("volumes") or []:
+        name = (volume.get("secret") or {}).get("secretName")
+        if not name:
+            continue
+        try:
+            secret = world.core.read_namespaced_secret(name, pod["metadata"]["namespace"])
+        except ApiException:
+            return None
+        files.update({k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()})
+    return files
+
+
+def _selects(selector: dict, labels: dict) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
 class Pods:
     name = "pods"
 
@@ -158,6 +190,10 @@ class Pods:
             if _env(p).get("ROLE") == "client"
             and (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
         }
+        running_workers = {}
+        for p in pods:
+            if _role(p) == "nccl-worker" and (p.get("status") or {}).get("phase") == "Running":
+                running_workers.setdefault(_pairing(p), []).append(p)
         for pod in pods:
             if pod["spec"].get("nodeName") not in nodes:
                 continue
@@ -172,6 +208,13 @@ class Pods:
                 self._start(world, pod, nodes[pod["spec"]["nodeName"]])
             elif phase == "Running":
                 env = _env(pod)
+                if _role(pod) == "nccl-launcher":
+                    workers = running_workers.get(_pairing(pod), [])
+                    if workers and self.gate.due(
+                        pod["metadata"]["uid"], "run", world.knobs["delay_seconds"] + 1
+                    ):
+                        self._finish_launcher(world, pod, nodes[pod["spec"]["nodeName"]], workers)
+                    continue
                 done = (
                     self.gate.due(pod["metadata"]["uid"], "run", world.knobs["delay_seconds"] + 1)
                     if env.get("ROLE") == "client"
@@ -210,6 +253,8 @@ class Pods:
 
     def _start(self, world: World, pod: dict, node: dict) -> None:
         metadata = pod["metadata"]
+        if _secrets(world, pod) is None:
+            return  # FailedMount: the kubelet waits for the Secret
         requested = [
             n.strip()
             for n in (metadata.get("annotations") or {}).get(NETWORKS, "").split(",")
@@ -291,6 +336,99 @@ class Pods:
             for p in policies["items"]
         )
 
+    def _dns_names(self, world: World, namespace: str, workers: list[dict]) -> dict[str, dict]:
+        """Each worker by the name cluster DNS gives it: <hostname>.<subdomain>, when a headless
+        Service of the subdomain's name selects the pod."""
+        services = {s.metadata.name: s for s in world.core.list_namespaced_service(namespace).items}
+        named = {}
+        for pod in workers:
+            spec = pod["spec"]
+            service = services.get(spec.get("subdomain") or "")
+            if (
+                service is not None
+                and service.spec.cluster_ip == "None"
+                and spec.get("hostname")
+                and _selects(service.spec.selector or {}, pod["metadata"].get("labels") or {})
+            ):
+                named[f"{spec['hostname']}.{spec['subdomain']}"] = pod
+        return named
+
+    def _worker_facts(self, world: World, pod: dict, peermem: bool) -> dict:
+        """What NCCL would find in a worker pod: its GPUs, its rails' RDMA devices (one per RDMA
+        resource it asked for, when it is attached to as many networks), IPC_LOCK, GPUDirect."""
+        nodes = {n["metadata"]["name"]: n for n in fake_nodes(world)}
+        hardware = hardware_of(nodes[pod["spec"]["nodeName"]])
+        container = pod["spec"]["containers"][0]
+        limits = (container.get("resources") or {}).get("limits") or {}
+        rdma = [r for r in limits if r != "nvidia.com/gpu"]
+        networks = [
+            n
+            for n in (pod["metadata"].get("annotations") or {}).get(NETWORKS, "").split(",")
+            if n.strip()
+        ]
+        capabilities = ((container.get("securityContext") or {}).get("capabilities") or {}).get(
+            "add"
+        ) or []
+        nics = hardware.get("nics") or []
+        dmabuf = (hardware.get("gpuModule") or "open") == "open"
+        return {
+            "node": pod["spec"]["nodeName"],
+            "gpus": int(limits.get("nvidia.com/gpu", "0")),
+            "rails": [f"mlx5_{i}" for i in range(min(len(rdma), len(networks)))],
+            "ipc_lock": "IPC_LOCK" in capabilities,
+            "gpudirect": (dmabuf or peermem)
+            and all((n.get("gpuPath") or "PIX") in ("PIX", "PXB") for n in nics),
+            "link_layer": "InfiniBand" if nics and nics[0]["linkType"] == "ib" else "Ethernet",
+        }
+
+    def _finish_launcher(self, world: World, pod: dict, node: dict, workers: list[dict]) -> None:
+        """Run the NCCL launcher's script with the ssh and mpirun stand-ins (nccl_standin.py),
+        which know the workers the cluster's DNS would resolve and what NCCL would find there."""
+        keys = _secrets(world, pod) or {}
+        peermem = self._peermem(world)
+        named = self._dns_names(world, pod["metadata"]["namespace"], workers)
+        facts = {name: self._worker_facts(world, p, peermem) for name, p in named.items()}
+        worker_keys = [_secrets(world, p) or {} for p in named.values()]
+        layers = {f["link_layer"] for f in facts.values()}
+        nccl = {
+            "workers": facts,
+            "authorized_key": (worker_keys[0] if worker_keys else {}).get("ssh-publickey", ""),
+            "link_layer": layers.pop() if len(layers) == 1 else "Ethernet",
+            "gid_index": 3,
+            "first_rail": "mlx5_0",
+            "knobs": world.knobs.get("nccl", {}),
+        }
+        output, code = run_pod_script(
+            pod, hardware_of(node), [], {}, keys=keys, nccl=nccl, peermem=peermem
+        )
+        self._end(world, pod, output, code)
+
+    def _end(self, world: World, pod: dict, output: str, code: int) -> None:
+        """End the pod with the script's exit code; the kubelet's log endpoint serves what it
+        printed."""
+        metadata = pod["metadata"]
+        container = pod["spec"]["containers"][0]["name"]
+        self.logs.logs[(metadata["namespace"], metadata["name"], container)] = output
+        succeeded = code == 0
+        stamp = now()
+        world.core.patch_namespaced_pod_status(
+            metadata["name"],
+            metadata["namespace"],
+            _pod_status(
+                pod,
+                "Succeeded" if succeeded else "Failed",
+                {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Completed" if succeeded else "Error",
+                        "startedAt": stamp,
+                        "finishedAt": stamp,
+                    }
+                },
+                stamp,
+            ),
+        )
+
     def _finish(self, world: World, pod: dict, node: dict, env: dict) -> None:
         """Run the pod's script on the fake node (testbed.run_pod_script) and end the pod with
         its exit code; the kubelet's log endpoint serves what it printed."""
@@ -320,24 +458,4 @@ class Pods:
             node_index,
             peermem=self._peermem(world),
         )
-        container = pod["spec"]["containers"][0]["name"]
-        self.logs.logs[(metadata["namespace"], metadata["name"], container)] = output
-        succeeded = code == 0
-        stamp = now()
-        world.core.patch_namespaced_pod_status(
-            metadata["name"],
-            metadata["namespace"],
-            _pod_status(
-                pod,
-                "Succeeded" if succeeded else "Failed",
-                {
-                    "terminated": {
-                        "exitCode": code,
-                        "reason": "Completed" if succeeded else "Error",
-                        "startedAt": stamp,
-                        "finishedAt": stamp,
-                    }
-                },
-                stamp,
-            ),
-        )
+        self._end(world, pod, output, code)

@@ -19,7 +19,9 @@ node and the pod. Only what the script reads of the machine is made up:
 - `nvidia-smi`, answering `topo -m` with a matrix made from the node's hardware (see
   topology_matrix) for the GPUs the pod was given, and the GPU query with their bus ids;
 - `ib_write_bw`, printing output shaped like the captured runs (perftest_standin.py) for the
-  device, GID index and GPU memory mode the script passed, with the perftest knobs.
+  device, GID index and GPU memory mode the script passed, with the perftest knobs;
+- `ssh` and `mpirun` for the NCCL test's launcher (nccl_standin.py), and the mounted Secret's
+  files (its SSH key).
 
 So the integration tests run the script the collection ships, its device, GID and GPU choice
 included; what they cannot run is the RDMA traffic itself.
@@ -238,10 +240,14 @@ def run_pod_script(
     knobs: dict,
     node_index: int = 0,
     peermem: bool = False,
+    keys: dict[str, str] | None = None,
+    nccl: dict | None = None,
 ) -> tuple[str, int]:
     """Run the pod's container command on the fake node; its output (stdout and stderr, as the
     kubelet keeps them) and exit code. rails: per attached network its address and MTU;
-    peermem: nvidia_peermem is loaded (the ClusterPolicy's driver.rdma.enabled)."""
+    peermem: nvidia_peermem is loaded (the ClusterPolicy's driver.rdma.enabled); keys: the
+    mounted Secret's files (the NCCL test's SSH key), at the pod's KEYS; nccl: what the ssh and
+    mpirun stand-ins know of the cluster (nccl_standin.py)."""
     container = pod["spec"]["containers"][0]
     env = {e["name"]: e.get("value", "") for e in container.get("env") or []}
     limits = (container.get("resources") or {}).get("limits") or {}
@@ -270,6 +276,14 @@ def run_pod_script(
             stubs / "ib_write_bw",
             f'exec {sys.executable} -m tests.simulator.perftest_standin "$@"\n',
         )
+        for command in ("ssh", "mpirun"):
+            _executable(
+                stubs / command,
+                f'exec {sys.executable} -m tests.simulator.nccl_standin {command} "$@"\n',
+            )
+        mounted = root / "keys"
+        for name, text in (keys or {}).items():
+            _write(mounted / name, text)
         result = subprocess.run(
             list(container["command"]),
             capture_output=True,
@@ -286,6 +300,9 @@ def run_pod_script(
                 "TMPDIR": str(root),
                 "PYTHONPATH": str(REPO_ROOT),
                 "SIMULATED_PERFTEST": json.dumps(knobs),
+                "SIMULATED_NCCL": json.dumps(nccl or {}),
+                # The Secret's mount (the pod's KEYS), here a folder of the fake node.
+                **({"KEYS": str(mounted)} if "KEYS" in env else {}),
                 "HOME": str(root),
                 "LANG": os.environ.get("LANG", "C.UTF-8"),
             },

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
@@ -37,7 +39,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     observe,
     to_gate,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import nccl_settings, verify
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import (
+    nccl_settings,
+    nccl_test,
+    verify,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import crd_files, harness_crd_files
 from tests.unit.inventories import NAMES, bandwidth_pods, inputs
@@ -320,6 +326,44 @@ def module_reads() -> set:
 
 
 LOGIN = {"username": "u", "password": "p"}
+SSH_KEY = (
+    ed25519.Ed25519PrivateKey.generate()
+    .private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
+    )
+    .decode()
+)
+NCCL_SETTINGS = {
+    "image": "nccl-tests",
+    "test": "all_reduce_perf",
+    "min_bytes": "1M",
+    "max_bytes": "8G",
+    "iters": 20,
+    "ssh_port": 2222,
+    "timeout": 60,
+}
+
+
+def verify_named(where) -> dict:
+    """verify.yml's named objects (the NCCL test's Secret), there to be read by name."""
+    return {
+        kind: lambda name, namespace, api=api, kind=kind: {
+            **owned(api, kind, namespace),
+            "metadata": {
+                **owned(api, kind, namespace)["metadata"],
+                "name": name,
+                "labels": {
+                    **owned(api, kind, namespace)["metadata"]["labels"],
+                    "gpudirect.rdma/verify-role": "nccl",
+                },
+            },
+        }
+        for api, kind, _name in table.VERIFY_NAMED
+    }
+
+
 # Settings that make a real run of a step end at its gates at once: nothing here meets them.
 AT_ONCE = {name: {"install_timeout": 1, "ready_timeout": 0} for name in table.NAMES}
 
@@ -342,9 +386,9 @@ def requests_of(name: str) -> set:
     found = set()
 
     def where(kind: str) -> str:
-        """The collection's pods and ConfigMaps (verify.yml's) are in the network's namespace
-        only; its other objects anywhere."""
-        return namespace if kind in ("Pod", "ConfigMap") else "somewhere"
+        """verify.yml's objects (pods, the NCCL test's Service and Secret, the NCCL settings'
+        ConfigMaps) are in the network's namespace only; the collection's others anywhere."""
+        return namespace if kind in ("Pod", "Service", "Secret", "ConfigMap") else "somewhere"
 
     # preflight: what it reads of an empty cluster, and of one whose OLM is installed
     for cluster in (Recorder(), olm_cluster(plan)):
@@ -371,13 +415,12 @@ def requests_of(name: str) -> set:
     assert engine.work and all(w.startswith("gate ") for w in engine.work), engine.work
     found |= cluster.requests
 
-    # the verify role's test pods, applied, then removed by its cleanup's prune; its NCCL
-    # settings' ConfigMap, applied
+    # the verify role's test pods, applied; its NCCL settings' ConfigMap, applied; the NCCL
+    # test's Secret, Service and pods, applied; all but the ConfigMap removed by its cleanup
     listed = {kind: [owned(api, kind, where(kind))] for api, kind in table.managed_kinds()}
-    cluster = Recorder(listed=listed)
+    cluster = Recorder(listed=listed, existing=verify_named(where))
     applier = Applier(cluster, False)
     applier.apply(pods)
-    applier.prune([], [{"apiVersion": "v1", "kind": "Pod"}], 5)
     view = verify.group_view(plan, plan["groups"][0]["name"])
     applier.apply(
         [
@@ -385,6 +428,11 @@ def requests_of(name: str) -> set:
                 view, False, {"NCCL_SOCKET_IFNAME": "eth0"}, ["a"], verify.COMPONENT
             )
         ]
+    )
+    nodes = ["worker-0", "worker-1"]
+    applier.apply(nccl_test.objects(view, nodes, dict.fromkeys(nodes, 8), NCCL_SETTINGS, SSH_KEY))
+    Remover(cluster, False, sleep=lambda _seconds: None).remove(
+        "test-pods", "gpudirect.rdma/component=verify,gpudirect.rdma/verify-role", 5
     )
     found |= cluster.requests
 
@@ -404,7 +452,7 @@ def requests_of(name: str) -> set:
         for s in table.STEPS
         for api, kind, _name in s.named
     }
-    cluster = Recorder(existing=existing, listed=listed)
+    cluster = Recorder(existing={**existing, **verify_named(where)}, listed=listed)
     remover = Remover(cluster, False, sleep=lambda _seconds: None)
     for stage in STAGES:
         # The removal's gates are read; nothing here meets them. Then again with each step that

@@ -138,11 +138,9 @@ class Remover:
                     self._remove_operators(selector, timeout, reason)
             return
         if stage == TEST_PODS:
-            self._delete(
-                owned_objects(self.cluster, table.kind_dicts(table.VERIFY_KINDS), label_selector),
-                timeout,
-                reason,
-            )
+            kinds = table.kind_dicts(table.VERIFY_KINDS)
+            items = owned_objects(self.cluster, kinds, label_selector)
+            self._delete(items + self._verify_named(items, label_selector), timeout, reason)
             return
         if stage == NAMESPACES:
             items = owned_objects(
@@ -194,6 +192,17 @@ class Remover:
         for item in subscriptions or []:
             found.add(item["metadata"]["namespace"])
         return sorted(found)
+
+    def _verify_named(self, items: list[dict], label_selector: str) -> list[dict]:
+        """verify.yml's named objects (the NCCL test's key), in the namespaces its listed objects
+        are in: where its pods ran or its NCCL settings are."""
+        found = []
+        for namespace in sorted({i["metadata"].get("namespace") for i in items} - {None}):
+            for api_version, kind, name in table.VERIFY_NAMED:
+                item = get_if_served(self.cluster, api_version, kind, name, namespace)
+                if item and owned_by_collection(item) and matching([item], None, label_selector):
+                    found.append({**item, "apiVersion": api_version, "kind": kind})
+        return found
 
     def _named_objects(self, step: table.Step, label_selector: str) -> list[dict]:
         if not step.named:

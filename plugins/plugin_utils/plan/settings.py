@@ -33,6 +33,22 @@ def _image(name: str, value: Any) -> str:
     return checks.string(name, value, _IMAGE, expected)
 
 
+_SIZE = re.compile(r"^[1-9][0-9]*[KMG]?$")
+
+
+def _message_size(name: str, value: Any) -> str:
+    return checks.string(
+        name, str(value), _SIZE, "a size in bytes, or a number with K, M or G (512M)"
+    )
+
+
+def _nccl_nodes(name: str, value: Any) -> int:
+    count = checks.whole(0, None, " (0 takes every eligible node, else 2 or more)")(name, value)
+    if count == 1:
+        raise PlanError(name, value, "0 (every eligible node) or a whole number of 2 or more")
+    return count
+
+
 _folder = functools.partial(checks.string, expected="a folder path")
 # What a type cannot say: ranges and forms. Other settings are checked by their type alone.
 RULES: dict[str, Callable] = {
@@ -45,6 +61,13 @@ RULES: dict[str, Callable] = {
     "verify_qps": checks.whole(1, None),
     "verify_port": checks.whole(1, 65535),
     "verify_timeout": checks.whole(1, None),
+    "verify_nccl_nodes": _nccl_nodes,
+    "verify_min_busbw_gbps": functools.partial(checks.check_number, low=0, high=25600, unit="Gb/s"),
+    "verify_nccl_image": _image,
+    "verify_nccl_min_bytes": _message_size,
+    "verify_nccl_max_bytes": _message_size,
+    "verify_nccl_iters": checks.whole(1, None),
+    "verify_nccl_ssh_port": checks.whole(1, 65535),
     "uninstall_timeout": checks.whole(1, 86400, " (seconds each uninstall step may take)"),
     "diagnostics_dir": _folder,
     "diagnostics_log_lines": checks.whole(0, 100000, " (0 reads no logs)"),
