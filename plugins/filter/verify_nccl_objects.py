@@ -9,7 +9,7 @@ version_added: 0.1.0
 short_description: The objects of the NCCL all_reduce_perf test across nodes of a node group
 description:
   - "All in the network's namespace, labelled C(gpudirect.rdma/component=verify), in apply order:
-    a Secret C(gpudirect-rdma-verify-nccl-ssh) (C(kubernetes.io/ssh-auth)) holding O(ssh_key) and
+    a Secret C(gpudirect-rdma-verify-nccl-ssh) (C(Opaque)) holding O(ssh_key) and
     its public key; a headless Service C(gpudirect-rdma-verify-[<group>-]nccl), the workers'
     subdomain; one worker pod per node of O(nodes), in rank order, pinned to it, asking for
     O(gpus) of that node's C(nvidia.com/gpu) and one of each rail's RDMA resource, attached to

@@ -3,8 +3,8 @@ from plain Kubernetes objects, and its judgement (pure: plan, nodes and key in, 
 in, result out).
 
 Objects, in the network's namespace, all labelled as the verify component:
-- a Secret (kubernetes.io/ssh-auth) with the run's SSH key pair, by one name (SECRET_NAME) that
-  rbac/ grants alone;
+- a Secret (Opaque: a Secret's type cannot change, so a same-named one can be taken over) with
+  the run's SSH key pair, by one name (SECRET_NAME) that rbac/ grants alone;
 - a headless Service whose name is the workers' subdomain, so the launcher reaches worker i as
   `<job>-<i>.<job>`;
 - per node a worker pod pinned to it, asking for its GPUs and one of each rail's RDMA resource,
@@ -25,13 +25,18 @@ import re
 from pathlib import Path
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import new_object
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import VERIFY_NAMED
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils import nccl, nccl_settings
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (
+    COMPONENT,
+    GROUP_LABEL,
+    NETWORKS_ANNOTATION,
+    ROLE_LABEL,
+    pod_name,
+)
 
-COMPONENT = "verify"
-ROLE_LABEL = "gpudirect.rdma/verify-role"
-GROUP_LABEL = "gpudirect.rdma/node-group"
-NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
-SECRET_NAME = "gpudirect-rdma-verify-nccl-ssh"  # noqa: S105 - a name, not a password
+# The one Secret's name has its home in the step table (uninstall and rbac/ read it there).
+(SECRET_NAME,) = (name for _api, kind, name in VERIFY_NAMED if kind == "Secret")
 KEYS = "/etc/gpudirect-rdma/ssh"
 SSHD = "/usr/sbin/sshd"
 MPIRUN = "mpirun"
@@ -49,9 +54,9 @@ def _grouped(view: dict) -> bool:
 
 
 def job_name(view: dict) -> str:
-    """The Service's name (the workers' subdomain) and the stem of the pods' names."""
-    group = f"{view['name']}-" if _grouped(view) else ""
-    return f"gpudirect-rdma-verify-{group}nccl"
+    """The Service's name (the workers' subdomain) and the stem of the pods' names:
+    gpudirect-rdma-verify-[<group>-]nccl, named as the bandwidth test's pods are."""
+    return pod_name(view, "nccl")
 
 
 def launcher_name(view: dict) -> str:
@@ -131,7 +136,7 @@ def objects(
     secret = new_object("v1", "Secret", SECRET_NAME, COMPONENT, namespace=namespace)
     secret["metadata"]["labels"][ROLE_LABEL] = "nccl"
     secret.update(
-        type="kubernetes.io/ssh-auth",
+        type="Opaque",
         data={
             "ssh-privatekey": _b64(private_key),
             "ssh-publickey": _b64(public_key(private_key)),

@@ -24,9 +24,9 @@ from tests.unit.inventories import NAMES, inputs
 VERIFY = REPO_ROOT / "playbooks" / "verify.yml"
 
 
-def verify(run_playbook, inventory, report_dir, *extra, check=True):
+def verify(run_playbook, inventory, report_dir, *extra, check=True, playbook=VERIFY):
     return run_playbook(
-        VERIFY,
+        playbook,
         "-i",
         str(REPO_ROOT / "inventories" / inventory),
         "-e",
@@ -40,9 +40,10 @@ def verify(run_playbook, inventory, report_dir, *extra, check=True):
     )
 
 
-def failed_verify(run_playbook, inventory, report_dir, *extra) -> str:
-    """verify.yml, which must fail; its output on one line (wrapped messages joined)."""
-    result = verify(run_playbook, inventory, report_dir, *extra, check=False)
+def failed_verify(run_playbook, inventory, report_dir, *extra, playbook=VERIFY) -> str:
+    """verify.yml (or playbook), which must fail; its output on one line (wrapped messages
+    joined)."""
+    result = verify(run_playbook, inventory, report_dir, *extra, check=False, playbook=playbook)
     assert result.returncode != 0, result.stdout[-3000:]
     return " ".join(result.stdout.split())
 
@@ -141,9 +142,13 @@ def test_a_client_that_cannot_connect_fails_with_perftests_hint(
 def test_eight_rails_eight_pairs(run_playbook, harness, core, tmp_path):
     nodes_for(harness, "multi-rail-hgx")
     site(run_playbook, "multi-rail-hgx")
-    result = verify(run_playbook, "multi-rail-hgx", tmp_path)
+    result = verify(run_playbook, "multi-rail-hgx", tmp_path, "-e", "verify_nccl=true")
     assert recap(result.stdout)["failed"] == 0
     report = json.loads((tmp_path / "verify-report.json").read_text())
+    # NCCL over all eight rails (NCCL_IB_HCA from the ConfigMap), 16 ranks, about 8 x 24 GB/s.
+    (run,) = report["nccl"]
+    assert run["passed"] and run["devices"] == [f"mlx5_{i}:1" for i in range(8)]
+    assert run["ranks"] == 16 and run["max_busbw_gbytes"] > 150
     assert [p["resource"] for p in report["pairs"]] == [
         f"rdma/rdma_shared_device_eth_rail{i}" for i in range(8)
     ]
@@ -157,8 +162,9 @@ def test_eight_rails_eight_pairs(run_playbook, harness, core, tmp_path):
     assert len({p["server_gpu"]["bus_id"] for p in report["pairs"]}) == 8
     assert verify_pods_left(core) == []
     # The JUnit file as a JUnit reader reads it; the page as a real browser renders it.
-    suite, host = list(junitparser.JUnitXml.fromfile(str(tmp_path / "verify-report.xml")))
+    suite, host, nccl = list(junitparser.JUnitXml.fromfile(str(tmp_path / "verify-report.xml")))
     assert (suite.tests, suite.failures) == (8, 0)
+    assert (nccl.tests, nccl.failures) == (1, 0)
     assert (host.tests, host.failures) == (2 * (2 + 3 * 8), 0)
     report_checks = json.loads((tmp_path / "verify-report.json").read_text())["host_checks"]
     assert {f["status"] for f in report_checks} == {"ok"}, "MTU 9000 on every rail, no ACS"
@@ -166,7 +172,9 @@ def test_eight_rails_eight_pairs(run_playbook, harness, core, tmp_path):
     dom, picture, log = open_page(tmp_path / "verify-report.html", "verify-report-hgx.png")
     assert page_errors(log) == []
     assert dom.count("<rect") == 8
-    assert dom.count("<tr") == (1 + 8) + (1 + 2 * (2 + 3 * 8)), "pairs, then host checks"
+    assert dom.count("<tr") == (1 + 8) + (1 + 2 * (2 + 3 * 8)) + (1 + 1), (
+        "pairs, host checks, NCCL runs"
+    )
     assert "GPU 7 (00000000:88:00.0) PIX to mlx5_7" in dom
     assert picture.stat().st_size > 20_000, "a rendered page, not a blank one"
 
@@ -233,10 +241,17 @@ def test_each_node_group_is_tested_between_two_of_its_own_nodes(
 ):
     nodes_for(harness, "node-groups")
     site(run_playbook, "node-groups")
-    result = verify(run_playbook, "node-groups", tmp_path)
+    result = verify(run_playbook, "node-groups", tmp_path, "-e", "verify_nccl=true")
     assert recap(result.stdout)["failed"] == 0, result.stdout[-3000:]
     report = json.loads((tmp_path / "verify-report.json").read_text())
     assert report["passed"] is True
+    # Each group's NCCL test between its own nodes, with its own published settings.
+    assert [run["group"] for run in report["nccl"]] == ["a100", "h100"]
+    for run in report["nccl"]:
+        assert run["passed"] is True, run["problems"]
+        assert run["nodes"] == [f"worker-{run['group']}-0", f"worker-{run['group']}-1"]
+        assert run["config_map"] == f"default/gpudirect-rdma-nccl-{run['group']}"
+        assert len(run["devices"]) == {"a100": 4, "h100": 8}[run["group"]]
     seen = [(p["group"], p["server_node"], p["client_node"], p["network"]) for p in report["pairs"]]
     assert seen == [
         ("a100", "worker-a100-0", "worker-a100-1", f"rdmashared-net-a100-rail{i}") for i in range(4)
@@ -268,17 +283,27 @@ def test_every_configuration_passes_on_topology_correct_pairs(
     the NCCL settings published."""
     nodes_for(harness, inventory)
     site(run_playbook, inventory)
-    result = verify(run_playbook, inventory, tmp_path)
+    result = verify(run_playbook, inventory, tmp_path, "-e", "verify_nccl=true")
     assert recap(result.stdout)["failed"] == 0
     report = json.loads((tmp_path / "verify-report.json").read_text())
     assert report["passed"] is True
+    # The NCCL test with the settings just published: over RDMA, with GPUDirect, on every rail.
+    plan = build_plan(inputs(inventory))
+    (run,) = report["nccl"]
+    assert (run["passed"], run["transport"], run["gpudirect"], run["nodes_in_run"]) == (
+        True,
+        "IB",
+        True,
+        2,
+    ), run["problems"]
+    assert run["devices"] == [f"mlx5_{i}:1" for i in range(len(plan["groups"][0]["rails"]))]
     for pair in report["pairs"]:
         for side in ("server_gpu", "client_gpu"):
             assert pair[side]["relation"] == "PIX", (inventory, pair[side])
     assert {f["status"] for f in report["host_checks"]} == {"ok"}, [
         f for f in report["host_checks"] if f["status"] != "ok"
     ]
-    fabric = build_plan(inputs(inventory))["groups"][0]["fabric"]
+    fabric = plan["groups"][0]["fabric"]
     for settings in report["nccl_settings"]:
         assert settings["published"] is True
         assert ("NCCL_IB_TC" in settings["env"]) == (fabric == "roce")

@@ -2,13 +2,15 @@
 test's Secret, headless Service, a worker pod per node and a launcher pod are created; the
 simulator's kubelet runs the launcher's own script with ssh and mpirun stand-ins that answer for
 the workers cluster DNS would resolve and print all_reduce_perf output shaped like real runs
-(tests/simulator/nccl_standin.py). Runs across 2 and 4 nodes pass; a socket fallback, channels
+(tests/simulator/nccl_standin.py). Runs across 2 and 4 nodes pass (and, in
+test_verify.py, on every configuration and in each node group); a socket fallback, channels
 without GPUDirect, a low bus bandwidth and wrong values fail with their hints; nothing of the
 test is left behind, and its objects pass the API server's validation."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import junitparser
 import pytest
@@ -21,7 +23,8 @@ from ansible_collections.gpudirect.rdma.plugins.lookup.ssh_key import LookupModu
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client
 from tests.integration.browser import open_page, page_errors
-from tests.integration.test_site import TIMEOUTS, nodes_for, recap, site
+from tests.integration.test_site import nodes_for, recap, site
+from tests.integration.test_verify import failed_verify, verify
 from tests.simulator.nodes import Hardware, Nic, register_nodes
 from tests.unit.inventories import NAMES, inputs
 
@@ -30,25 +33,11 @@ LEFTOVERS = REPO_ROOT / "tests" / "integration" / "playbooks" / "remove_verify_l
 
 
 def verify_nccl(run_playbook, inventory, report_dir, *extra, check=True):
-    return run_playbook(
-        VERIFY_NCCL,
-        "-i",
-        str(REPO_ROOT / "inventories" / inventory),
-        "-e",
-        f"@{TIMEOUTS}",
-        "-e",
-        f"verify_report_dir={report_dir}",
-        "-e",
-        "verify_timeout=60",
-        *extra,
-        check=check,
-    )
+    return verify(run_playbook, inventory, report_dir, *extra, check=check, playbook=VERIFY_NCCL)
 
 
 def failed(run_playbook, inventory, report_dir, *extra) -> str:
-    result = verify_nccl(run_playbook, inventory, report_dir, *extra, check=False)
-    assert result.returncode != 0, result.stdout[-3000:]
-    return " ".join(result.stdout.split())
+    return failed_verify(run_playbook, inventory, report_dir, *extra, playbook=VERIFY_NCCL)
 
 
 def left_behind(core) -> list[str]:
@@ -128,11 +117,13 @@ def test_a_run_across_four_nodes_has_a_rank_per_gpu_of_each(
 def test_more_nodes_than_the_group_has_is_refused_before_any_pod(
     shared_device_roce, run_playbook, core, tmp_path
 ):
-    output = failed(run_playbook, "shared-device-roce", tmp_path, "-e", "verify_nccl_nodes=9")
-    assert (
-        "the NCCL test asks for 9 nodes (verify_nccl_nodes: 9); found 4 that can run it" in output
+    output = failed(run_playbook, "shared-device-roce", tmp_path, "-e", "verify_nccl_nodes=99")
+    found = re.search(
+        r"the NCCL test asks for 99 nodes \(verify_nccl_nodes: 99\); found (\d+) that can run it",
+        output,
     )
-    assert "Set verify_nccl_nodes to at most 4, or 0 for every eligible node" in output
+    assert found, output[-3000:]
+    assert f"Set verify_nccl_nodes to at most {found[1]}, or 0 for every eligible node" in output
     assert "Start the bandwidth test server" not in output
     assert left_behind(core) == []
 
@@ -172,23 +163,6 @@ def test_a_bad_run_fails_with_its_cause_and_leaves_only_the_settings(
     assert left_behind(core) == []
     # The settings the bandwidth test measured stay for training jobs.
     assert core.read_namespaced_config_map("gpudirect-rdma-nccl", "default").data
-
-
-def test_each_node_group_runs_its_own_nccl_test_with_its_own_settings(
-    run_playbook, harness, core, tmp_path
-):
-    nodes_for(harness, "node-groups")
-    site(run_playbook, "node-groups")
-    result = verify_nccl(run_playbook, "node-groups", tmp_path)
-    assert recap(result.stdout)["failed"] == 0
-    report = json.loads((tmp_path / "verify-report.json").read_text())
-    groups = [g["name"] for g in build_plan(inputs("node-groups"))["groups"]]
-    assert [run["group"] for run in report["nccl"]] == groups
-    for run in report["nccl"]:
-        assert run["passed"] is True, run["problems"]
-        assert run["nodes"] == [f"worker-{run['group']}-0", f"worker-{run['group']}-1"]
-        assert run["config_map"] == f"default/gpudirect-rdma-nccl-{run['group']}"
-    assert left_behind(core) == []
 
 
 @pytest.mark.parametrize(
@@ -263,5 +237,13 @@ def test_somebody_elses_secret_of_that_name_is_neither_overwritten_nor_removed(
         kept = core.read_namespaced_secret("gpudirect-rdma-verify-nccl-ssh", "default")
         assert list(kept.data) == ["mine"]
         assert left_behind(core) == ["Secret gpudirect-rdma-verify-nccl-ssh"]
+        assert "Set gpudirect_rdma_take_over=true" in output
+        # Asked to, the role takes it over, and it then goes with the test's pods.
+        result = verify_nccl(
+            run_playbook, "shared-device-roce", tmp_path, "-e", "gpudirect_rdma_take_over=true"
+        )
+        assert recap(result.stdout)["failed"] == 0
+        assert left_behind(core) == []
+        core.create_namespaced_secret("default", theirs)  # for the finally below
     finally:
         core.delete_namespaced_secret("gpudirect-rdma-verify-nccl-ssh", "default")

@@ -52,7 +52,7 @@ def test_the_objects_are_a_key_a_headless_service_a_worker_per_node_and_a_launch
         "Pod",
     ]
     assert secret["metadata"]["name"] == "gpudirect-rdma-verify-nccl-ssh"
-    assert secret["type"] == "kubernetes.io/ssh-auth"
+    assert secret["type"] == "Opaque"
     assert base64.b64decode(secret["data"]["ssh-privatekey"]).decode() == KEY
     public = base64.b64decode(secret["data"]["ssh-publickey"]).decode()
     assert public.startswith("ssh-ed25519 ") and public == nccl_test.public_key(KEY)
