@@ -319,7 +319,7 @@ def table(runs: list[dict]) -> list[str]:
     lines = [
         "",
         f"{'NCCL all_reduce_perf':<34}{'ranks':>6}  {'transport':<10}{'GPUDirect':<10}"
-        f"{'avg busbw Gb/s':>15}{'largest GB/s':>14}  result",
+        f"{'avg busbw Gb/s':>15}{'busbw at largest GB/s':>23}  result",
     ]
     for run in runs:
         where = (f"group {run['group']}: " if "group" in run else "") + f"{len(run['nodes'])} nodes"
@@ -331,7 +331,7 @@ def table(runs: list[dict]) -> list[str]:
         lines.append(
             f"{where:<34}{run.get('ranks') or '-':>6}  {run.get('transport') or '-':<10}"
             f"{gdr if 'gpudirect' in run else '-':<10}{run.get('avg_busbw_gbps', '-'):>15}"
-            f"{best:>14}  " + ("pass" if run["passed"] else "FAIL")
+            f"{best:>23}  " + ("pass" if run["passed"] else "FAIL")
         )
         lines += [f"  {where} FAIL: {problem}" for problem in run["problems"]]
     return lines

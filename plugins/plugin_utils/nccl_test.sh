@@ -77,10 +77,15 @@ while IFS='=' read -r name _; do
   case "${name}" in NCCL_*) exports+=(-x "${name}") ;; esac
 done < <(env)
 
+# Open MPI starts its daemon on each worker over SSH, whose session has no PATH to it: --prefix
+# is where this mpirun is installed, the same in every pod of the image.
+mpi_prefix="$(dirname "$(dirname "$(command -v "${MPIRUN}")")")"
+
 say "launcher: ${ranks} ranks on ${#workers[@]} nodes (${WORKERS})"
 say "output begin"
 set +e
-"${MPIRUN}" --allow-run-as-root --hostfile "${hostfile}" -np "${ranks}" --bind-to none \
+"${MPIRUN}" --allow-run-as-root --prefix "${mpi_prefix}" --hostfile "${hostfile}" -np "${ranks}" \
+  --bind-to none \
   --mca plm_rsh_agent ssh --mca plm_rsh_args "-F ${home}/.ssh/config" \
   --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0 --mca coll ^hcoll \
   "${exports[@]}" \

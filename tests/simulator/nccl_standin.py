@@ -76,7 +76,7 @@ def ssh(args: list[str]) -> int:
 
 
 def _parse_mpirun(args: list[str]) -> dict:
-    with_value = {"--hostfile", "-np", "--bind-to", "-x", "--map-by"}
+    with_value = {"--hostfile", "-np", "--bind-to", "-x", "--map-by", "--prefix"}
     parsed = {"exports": [], "mca": {}}
     index = 0
     while index < len(args):

@@ -190,6 +190,7 @@ def test_the_launcher_waits_for_every_worker_then_runs_one_rank_per_gpu(tmp_path
     assert "nccl launcher: 24 ranks on 3 nodes" in out
     (command,) = [line for line in out.splitlines() if line.startswith("mpirun ")]
     assert " -np 24 " in command and " --bind-to none " in command
+    assert f" --prefix {tmp_path} " in command, "where the image's mpirun is installed"
     for name in ("NCCL_DEBUG", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "PATH", "LD_LIBRARY_PATH"):
         assert f" -x {name} " in command
     assert command.endswith(
