@@ -92,7 +92,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.nccl_test import ( 
     objects,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings import (  # noqa: E402
-    role_options,
+    with_role_defaults,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
     group_view,
@@ -120,11 +120,7 @@ def verify_nccl_objects(plan, nodes, gpus, ssh_key, group=None, **settings):
         **settings,
     }
     args = validate(DOCUMENTATION, "gpudirect.rdma.verify_nccl_objects", given)
-    defaults = role_options("verify")
-    chosen = {
-        key: defaults[setting]["default"] if args[key] is None else args[key]
-        for key, setting in _DEFAULTS.items()
-    }
+    chosen = with_role_defaults("verify", args, _DEFAULTS)
     try:
         counts = {str(node): int(count) for node, count in args["gpus"].items()}
         view = group_view(args["_input"], args["group"])

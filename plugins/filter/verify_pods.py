@@ -90,7 +90,7 @@ from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings import (  # noqa: E402
-    role_options,
+    with_role_defaults,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
     client_pods,
@@ -112,11 +112,8 @@ def verify_pods(plan, role, node, servers=None, group=None, gpus=1, **settings):
         **settings,
     }
     args = validate(DOCUMENTATION, "gpudirect.rdma.verify_pods", given)
-    defaults = role_options("verify")
-    settings = {
-        key: defaults[f"verify_{key}"]["default"] if args[key] is None else args[key]
-        for key in ("image", "perftest", "duration", "size", "qps", "port")
-    }
+    keys = ("image", "perftest", "duration", "size", "qps", "port")
+    settings = with_role_defaults("verify", args, {key: f"verify_{key}" for key in keys})
     try:
         view = group_view(args["_input"], args["group"])
         if args["role"] == "server":

@@ -24,7 +24,10 @@ import base64
 import re
 from pathlib import Path
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import new_object
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    new_object,
+    ownership,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import VERIFY_NAMED
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils import nccl, nccl_settings
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (
@@ -46,7 +49,8 @@ _OUTPUT = re.compile(
     r"\(exit (\d+)\)$",
     re.MULTILINE | re.DOTALL,
 )
-_SIZE = re.compile(r"^(\d+)([KMG]?)$")
+# A message size as all_reduce_perf takes it (-b, -e): bytes, or a number with K, M or G.
+MESSAGE_SIZE = re.compile(r"^([1-9][0-9]*)([KMG]?)$")
 
 
 def _grouped(view: dict) -> bool:
@@ -96,9 +100,9 @@ def _b64(text: str) -> str:
 
 
 def _size(name: str, value) -> str:
-    """A message size as all_reduce_perf takes it: bytes, or a number with K, M or G."""
+    """value as a message size (MESSAGE_SIZE), or ValueError naming name."""
     text = str(value).strip().upper()
-    if not _SIZE.match(text) or int(_SIZE.match(text)[1]) < 1:
+    if not MESSAGE_SIZE.match(text):
         raise ValueError(
             f"{name}: expected a size in bytes, or a whole number with K, M or G (8, 512M, 8G); "
             f"got {value!r}"
@@ -107,7 +111,7 @@ def _size(name: str, value) -> str:
 
 
 def bytes_of(size: str) -> int:
-    number, unit = _SIZE.match(size).groups()
+    number, unit = MESSAGE_SIZE.match(size).groups()
     return int(number) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[unit]
 
 
@@ -153,11 +157,7 @@ def objects(
         spec={
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
-            "selector": {
-                "app.kubernetes.io/managed-by": "gpudirect.rdma",
-                "gpudirect.rdma/component": COMPONENT,
-                **_labels(view, "nccl-worker"),
-            },
+            "selector": {**ownership(COMPONENT), **_labels(view, "nccl-worker")},
             "ports": [{"name": "ssh", "port": port, "targetPort": port, "protocol": "TCP"}],
         },
     )
@@ -311,6 +311,14 @@ def run_report(view: dict, nodes: list[str], log: str, min_busbw_gbps: float, fa
     }
 
 
+def gpudirect_shown(run: dict) -> str:
+    """A run's GPUDirect verdict in words: yes, no, unknown (NCCL_DEBUG too quiet), or - when
+    the output did not parse."""
+    if "gpudirect" not in run:
+        return "-"
+    return {True: "yes", False: "no", None: "unknown"}[run["gpudirect"]]
+
+
 def table(runs: list[dict]) -> list[str]:
     """The NCCL runs as lines: nodes, ranks, transport, GPUDirect, bus bandwidth, result; each
     run's problems on lines of their own."""
@@ -327,10 +335,9 @@ def table(runs: list[dict]) -> list[str]:
         best = (
             max(largest["out_of_place"]["busbw"], largest["in_place"]["busbw"]) if largest else "-"
         )
-        gdr = {True: "yes", False: "no", None: "unknown"}[run.get("gpudirect")]
         lines.append(
             f"{where:<34}{run.get('ranks') or '-':>6}  {run.get('transport') or '-':<10}"
-            f"{gdr if 'gpudirect' in run else '-':<10}{run.get('avg_busbw_gbps', '-'):>15}"
+            f"{gpudirect_shown(run):<10}{run.get('avg_busbw_gbps', '-'):>15}"
             f"{best:>23}  " + ("pass" if run["passed"] else "FAIL")
         )
         lines += [f"  {where} FAIL: {problem}" for problem in run["problems"]]

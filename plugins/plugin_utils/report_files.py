@@ -20,6 +20,8 @@ import html as escape
 import math
 import xml.etree.ElementTree as ET
 
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.nccl_test import gpudirect_shown
+
 SUITE = "gpudirect.rdma verify"
 
 
@@ -295,14 +297,13 @@ def _nccl_section(runs: list[dict]) -> str:
     rows = []
     problems = []
     for run in runs:
-        gdr = {True: "yes", False: "no", None: "unknown"}.get(run.get("gpudirect"), "-")
         rows.append(
             f'<tr class="{"passed" if run["passed"] else "failed"}">'
             + (_cell(run.get("group")) if grouped else "")
             + _cell(", ".join(run["nodes"]))
             + _cell(run.get("ranks"), True)
             + _cell(run.get("transport"))
-            + _cell(gdr if "gpudirect" in run else None)
+            + _cell(gpudirect_shown(run))
             + _cell(", ".join(run.get("devices") or []) or None)
             + _cell(run.get("avg_busbw_gbps"), True)
             + _cell(run.get("max_busbw_gbytes"), True)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kubernetes.client.rest import ApiException
 
 from tests.harness.controlplane import REPO_ROOT
 
@@ -39,3 +40,21 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2, what: str 
             return last
         time.sleep(interval)
     pytest.fail(f"timed out after {timeout}s waiting for {what}; last seen: {last!r}")
+
+
+def server_side_dry_run(resources, obj: dict) -> dict:
+    """What the server would store for obj: a dry-run create with strict field validation.
+    Namespaces are created for real, so that namespaced objects can be tried in them."""
+    api = resources.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    if obj["kind"] == "Namespace":
+        try:
+            api.create(body=obj)
+        except ApiException as error:
+            assert error.status == 409, error.body
+        return api.get(name=obj["metadata"]["name"]).to_dict()
+    return api.create(
+        body=obj,
+        namespace=obj["metadata"].get("namespace"),
+        dry_run="All",
+        field_validation="Strict",
+    ).to_dict()

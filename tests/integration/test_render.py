@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes import dynamic
-from kubernetes.client.rest import ApiException
 
 from ansible_collections.gpudirect.rdma.plugins.filter.objects import objects as objects_filter
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client, started
+from tests.integration.helpers import server_side_dry_run
 from tests.unit.inventories import NAMES, inputs
 
 RENDER = REPO_ROOT / "playbooks" / "render.yml"
@@ -71,24 +71,6 @@ def resources(tmp_path_factory):
     object can be tried with a dry-run create whatever other tests applied to the shared one."""
     with started(tmp_path_factory.mktemp("render")) as plane:
         yield dynamic.DynamicClient(api_client(plane.harness_kubeconfig))
-
-
-def server_side_dry_run(resources, obj: dict) -> dict:
-    """What the server would store for obj: a dry-run create with strict field validation.
-    Namespaces are created for real, so that namespaced objects can be tried in them."""
-    api = resources.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-    if obj["kind"] == "Namespace":
-        try:
-            api.create(body=obj)
-        except ApiException as error:
-            assert error.status == 409, error.body
-        return api.get(name=obj["metadata"]["name"]).to_dict()
-    return api.create(
-        body=obj,
-        namespace=obj["metadata"].get("namespace"),
-        dry_run="All",
-        field_validation="Strict",
-    ).to_dict()
 
 
 # Every example as it is, and each of the six configurations with the node model (their one

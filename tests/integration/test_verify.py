@@ -17,6 +17,7 @@ from ansible_collections.gpudirect.rdma.plugins.filter.verify_pods import verify
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client
 from tests.integration.browser import open_page, page_errors
+from tests.integration.helpers import server_side_dry_run
 from tests.integration.test_site import TIMEOUTS, nodes_for, recap, site
 from tests.simulator.nodes import HARDWARE_ANNOTATION, Hardware, Nic, register_nodes, remove_nodes
 from tests.unit.inventories import NAMES, inputs
@@ -336,16 +337,9 @@ def test_the_test_pods_of_every_configuration_are_accepted(inventory, group, con
     clients = verify_pods(
         plan, role="client", node="worker-1", servers=servers, group=group, gpus=8
     )
-    pods = dynamic.DynamicClient(api_client(control_plane.harness_kubeconfig)).resources.get(
-        api_version="v1", kind="Pod"
-    )
+    resources = dynamic.DynamicClient(api_client(control_plane.harness_kubeconfig))
     for pod in servers + clients:
-        stored = pods.create(
-            body=pod,
-            namespace=pod["metadata"]["namespace"],
-            dry_run="All",
-            field_validation="Strict",
-        ).to_dict()
+        stored = server_side_dry_run(resources, pod)
         container = stored["spec"]["containers"][0]
         assert container["resources"] == pod["spec"]["containers"][0]["resources"]
         assert container["command"] == pod["spec"]["containers"][0]["command"]

@@ -23,6 +23,7 @@ from ansible_collections.gpudirect.rdma.plugins.lookup.ssh_key import LookupModu
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client
 from tests.integration.browser import open_page, page_errors
+from tests.integration.helpers import server_side_dry_run
 from tests.integration.test_site import nodes_for, recap, site
 from tests.integration.test_verify import failed_verify, verify
 from tests.simulator.nodes import Hardware, Nic, register_nodes
@@ -176,15 +177,9 @@ def test_the_nccl_test_objects_of_every_configuration_are_accepted(inventory, gr
     objects = verify_nccl_objects(
         plan, nodes=nodes, gpus=dict.fromkeys(nodes, 8), ssh_key=key, group=group
     )
-    client = dynamic.DynamicClient(api_client(control_plane.harness_kubeconfig))
+    resources = dynamic.DynamicClient(api_client(control_plane.harness_kubeconfig))
     for obj in objects:
-        resource = client.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-        stored = resource.create(
-            body=obj,
-            namespace=obj["metadata"]["namespace"],
-            dry_run="All",
-            field_validation="Strict",
-        ).to_dict()
+        stored = server_side_dry_run(resources, obj)
         if obj["kind"] == "Pod":
             container = stored["spec"]["containers"][0]
             assert container["command"] == obj["spec"]["containers"][0]["command"]

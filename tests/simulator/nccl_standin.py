@@ -135,17 +135,20 @@ def mpirun(args: list[str]) -> int:
         print(f"There are not enough slots available in the system to satisfy the {ranks} slots")
         return 1
     env = {name: os.environ.get(name, "") for name in parsed["exports"]}
-    print(_output(facts, knobs, hosts, env, _test_args(parsed.get("program", []))), end="")
-    return 1 if _failure(facts, env) else 0
+    transport = _transport(facts, env)
+    failed = _wrong_gid(facts, env) and transport == "IB"
+    test = _test_args(parsed.get("program", []))
+    print(_output(facts, knobs, hosts, transport, failed, test), end="")
+    return 1 if failed else 0
 
 
-def _failure(facts: dict, env: dict) -> bool:
+def _wrong_gid(facts: dict, env: dict) -> bool:
+    """On RoCE, NCCL_IB_GID_INDEX names an index whose GID the workers' tables do not hold."""
     index = env.get("NCCL_IB_GID_INDEX")
     return (
         facts.get("link_layer") == "Ethernet"
         and bool(index)
         and int(index) != facts.get("gid_index", 3)
-        and _transport(facts, env) == "IB"
     )
 
 
@@ -164,9 +167,8 @@ def _transport(facts: dict, env: dict) -> str:
     return "IB"
 
 
-def _output(facts: dict, knobs: dict, hosts: list, env: dict, test: dict) -> str:
+def _output(facts: dict, knobs: dict, hosts: list, transport: str, failed: bool, test: dict) -> str:
     workers = facts["workers"]
-    transport = _transport(facts, env)
     layer = "RoCE" if facts.get("link_layer") == "Ethernet" else "IB"
     lines = [
         f"# nThread 1 nGpus 1 minBytes {test['b']} maxBytes {test['e']} step: 2(factor) warmup "
@@ -221,12 +223,13 @@ def _output(facts: dict, knobs: dict, hosts: list, env: dict, test: dict) -> str
             f"{prefix} Channel 00/0 : 0[0] -> 1[0] [send] via {via}",
             f"{prefix} Connected all rings",
         ]
-    if _failure(facts, env):
+    if failed:
         first = rank_hosts[0][0]
+        first_rail = next(iter(workers.values()))["rails"][0]
         lines += [
             f"{first}:41000:41020 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion "
             "from peer 10.0.1.12<49221> with status=12 opcode=0 len=0 vendor err 129 (Recv) "
-            f"localGid ::ffff:10.0.0.12 remoteGids::ffff:10.0.1.12 hca {facts.get('first_rail')}",
+            f"localGid ::ffff:10.0.0.12 remoteGids::ffff:10.0.1.12 hca {first_rail}",
             f"{first}: Test NCCL failure common.cu:1279 'remote process exited or there was a "
             "network error / '",
         ]

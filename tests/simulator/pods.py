@@ -165,6 +165,12 @@ def _secrets(world: World, pod: dict) -> dict[str, str] | None:
     return files
 
 
+def _networks(pod: dict) -> list[str]:
+    """The networks the pod asks Multus for (k8s.v1.cni.cncf.io/networks), in order."""
+    requested = (pod["metadata"].get("annotations") or {}).get(NETWORKS, "")
+    return [n.strip() for n in requested.split(",") if n.strip()]
+
+
 def _selects(selector: dict, labels: dict) -> bool:
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
@@ -213,7 +219,7 @@ class Pods:
                     if workers and self.gate.due(
                         pod["metadata"]["uid"], "run", world.knobs["delay_seconds"] + 1
                     ):
-                        self._finish_launcher(world, pod, nodes[pod["spec"]["nodeName"]], workers)
+                        self._finish_launcher(world, pod, nodes, workers)
                     continue
                 done = (
                     self.gate.due(pod["metadata"]["uid"], "run", world.knobs["delay_seconds"] + 1)
@@ -255,11 +261,7 @@ class Pods:
         metadata = pod["metadata"]
         if _secrets(world, pod) is None:
             return  # FailedMount: the kubelet waits for the Secret
-        requested = [
-            n.strip()
-            for n in (metadata.get("annotations") or {}).get(NETWORKS, "").split(",")
-            if n.strip()
-        ]
+        requested = _networks(pod)
         if requested and NETWORK_STATUS not in (metadata.get("annotations") or {}):
             status = [
                 {
@@ -353,19 +355,15 @@ class Pods:
                 named[f"{spec['hostname']}.{spec['subdomain']}"] = pod
         return named
 
-    def _worker_facts(self, world: World, pod: dict, peermem: bool) -> dict:
-        """What NCCL would find in a worker pod: its GPUs, its rails' RDMA devices (one per RDMA
-        resource it asked for, when it is attached to as many networks), IPC_LOCK, GPUDirect."""
-        nodes = {n["metadata"]["name"]: n for n in fake_nodes(world)}
-        hardware = hardware_of(nodes[pod["spec"]["nodeName"]])
+    @staticmethod
+    def _worker_facts(pod: dict, hardware: dict, peermem: bool) -> dict:
+        """What NCCL would find in a worker pod on a node with hardware: its GPUs, its rails'
+        RDMA devices (one per RDMA resource it asked for, when it is attached to as many
+        networks), IPC_LOCK, GPUDirect."""
         container = pod["spec"]["containers"][0]
         limits = (container.get("resources") or {}).get("limits") or {}
         rdma = [r for r in limits if r != "nvidia.com/gpu"]
-        networks = [
-            n
-            for n in (pod["metadata"].get("annotations") or {}).get(NETWORKS, "").split(",")
-            if n.strip()
-        ]
+        networks = _networks(pod)
         capabilities = ((container.get("securityContext") or {}).get("capabilities") or {}).get(
             "add"
         ) or []
@@ -381,25 +379,36 @@ class Pods:
             "link_layer": "InfiniBand" if nics and nics[0]["linkType"] == "ib" else "Ethernet",
         }
 
-    def _finish_launcher(self, world: World, pod: dict, node: dict, workers: list[dict]) -> None:
+    def _finish_launcher(
+        self, world: World, pod: dict, nodes: dict[str, dict], workers: list[dict]
+    ) -> None:
         """Run the NCCL launcher's script with the ssh and mpirun stand-ins (nccl_standin.py),
         which know the workers the cluster's DNS would resolve and what NCCL would find there."""
         keys = _secrets(world, pod) or {}
         peermem = self._peermem(world)
         named = self._dns_names(world, pod["metadata"]["namespace"], workers)
-        facts = {name: self._worker_facts(world, p, peermem) for name, p in named.items()}
-        worker_keys = [_secrets(world, p) or {} for p in named.values()]
+        facts = {
+            name: self._worker_facts(p, hardware_of(nodes[p["spec"]["nodeName"]]), peermem)
+            for name, p in named.items()
+        }
+        # The workers mount one Secret: the first one's says which key they all accept.
+        accepted = (_secrets(world, next(iter(named.values()))) or {}) if named else {}
         layers = {f["link_layer"] for f in facts.values()}
         nccl = {
             "workers": facts,
-            "authorized_key": (worker_keys[0] if worker_keys else {}).get("ssh-publickey", ""),
+            "authorized_key": accepted.get("ssh-publickey", ""),
             "link_layer": layers.pop() if len(layers) == 1 else "Ethernet",
             "gid_index": 3,
-            "first_rail": "mlx5_0",
             "knobs": world.knobs.get("nccl", {}),
         }
         output, code = run_pod_script(
-            pod, hardware_of(node), [], {}, keys=keys, nccl=nccl, peermem=peermem
+            pod,
+            hardware_of(nodes[pod["spec"]["nodeName"]]),
+            [],
+            {},
+            keys=keys,
+            nccl=nccl,
+            peermem=peermem,
         )
         self._end(world, pod, output, code)
 
@@ -437,9 +446,7 @@ class Pods:
             s.get("interface"): s
             for s in json.loads((metadata.get("annotations") or {}).get(NETWORK_STATUS, "[]"))
         }
-        networks = [
-            n.strip() for n in (metadata.get("annotations") or {}).get(NETWORKS, "").split(",")
-        ]
+        networks = _networks(pod)
         rails = [
             {
                 "address": ((statuses.get(f"net{n}") or {}).get("ips") or ["(no address)"])[0],

@@ -346,20 +346,17 @@ NCCL_SETTINGS = {
 }
 
 
-def verify_named(where) -> dict:
+def verify_named() -> dict:
     """verify.yml's named objects (the NCCL test's Secret), there to be read by name."""
+
+    def read(name: str, namespace: str, api: str, kind: str) -> dict:
+        item = owned(api, kind, namespace)
+        item["metadata"]["name"] = name
+        item["metadata"]["labels"]["gpudirect.rdma/verify-role"] = "nccl"
+        return item
+
     return {
-        kind: lambda name, namespace, api=api, kind=kind: {
-            **owned(api, kind, namespace),
-            "metadata": {
-                **owned(api, kind, namespace)["metadata"],
-                "name": name,
-                "labels": {
-                    **owned(api, kind, namespace)["metadata"]["labels"],
-                    "gpudirect.rdma/verify-role": "nccl",
-                },
-            },
-        }
+        kind: lambda name, namespace, api=api, kind=kind: read(name, namespace, api, kind)
         for api, kind, _name in table.VERIFY_NAMED
     }
 
@@ -418,7 +415,7 @@ def requests_of(name: str) -> set:
     # the verify role's test pods, applied; its NCCL settings' ConfigMap, applied; the NCCL
     # test's Secret, Service and pods, applied; all but the ConfigMap removed by its cleanup
     listed = {kind: [owned(api, kind, where(kind))] for api, kind in table.managed_kinds()}
-    cluster = Recorder(listed=listed, existing=verify_named(where))
+    cluster = Recorder(listed=listed, existing=verify_named())
     applier = Applier(cluster, False)
     applier.apply(pods)
     view = verify.group_view(plan, plan["groups"][0]["name"])
@@ -452,7 +449,7 @@ def requests_of(name: str) -> set:
         for s in table.STEPS
         for api, kind, _name in s.named
     }
-    cluster = Recorder(existing={**existing, **verify_named(where)}, listed=listed)
+    cluster = Recorder(existing={**existing, **verify_named()}, listed=listed)
     remover = Remover(cluster, False, sleep=lambda _seconds: None)
     for stage in STAGES:
         # The removal's gates are read; nothing here meets them. Then again with each step that

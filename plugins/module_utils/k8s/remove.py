@@ -193,27 +193,27 @@ class Remover:
             found.add(item["metadata"]["namespace"])
         return sorted(found)
 
-    def _verify_named(self, items: list[dict], label_selector: str) -> list[dict]:
-        """verify.yml's named objects (the NCCL test's key), in the namespaces its listed objects
-        are in: where its pods ran or its NCCL settings are."""
+    def _owned_named(self, named, namespaces, label_selector: str) -> list[dict]:
+        """The collection's objects named (apiVersion, kind, name) in each of namespaces, read
+        by name, never listed, that match label_selector."""
         found = []
-        for namespace in sorted({i["metadata"].get("namespace") for i in items} - {None}):
-            for api_version, kind, name in table.VERIFY_NAMED:
+        for namespace in namespaces:
+            for api_version, kind, name in named:
                 item = get_if_served(self.cluster, api_version, kind, name, namespace)
                 if item and owned_by_collection(item) and matching([item], None, label_selector):
                     found.append({**item, "apiVersion": api_version, "kind": kind})
         return found
 
+    def _verify_named(self, items: list[dict], label_selector: str) -> list[dict]:
+        """verify.yml's named objects (the NCCL test's key), in the namespaces its listed objects
+        are in: where its pods ran or its NCCL settings are."""
+        namespaces = sorted({i["metadata"].get("namespace") for i in items} - {None})
+        return self._owned_named(table.VERIFY_NAMED, namespaces, label_selector)
+
     def _named_objects(self, step: table.Step, label_selector: str) -> list[dict]:
         if not step.named:
             return []
-        found = []
-        for namespace in self._operator_namespaces():
-            for api_version, kind, name in step.named:
-                item = get_if_served(self.cluster, api_version, kind, name, namespace)
-                if item and owned_by_collection(item) and matching([item], None, label_selector):
-                    found.append({**item, "apiVersion": api_version, "kind": kind})
-        return found
+        return self._owned_named(step.named, self._operator_namespaces(), label_selector)
 
     def _namespaces_to_delete(self, namespaces: list[dict]) -> list[dict]:
         """The collection's Namespaces, less those that existed before it adopted them and

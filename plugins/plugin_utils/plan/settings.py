@@ -15,6 +15,7 @@ from typing import Any
 
 from ansible.module_utils.common.yaml import yaml_load
 
+from ..nccl_test import MESSAGE_SIZE
 from . import checks
 from .checks import PlanError
 from .inputs import DEFAULTS, PREFIX
@@ -33,12 +34,9 @@ def _image(name: str, value: Any) -> str:
     return checks.string(name, value, _IMAGE, expected)
 
 
-_SIZE = re.compile(r"^[1-9][0-9]*[KMG]?$")
-
-
 def _message_size(name: str, value: Any) -> str:
     return checks.string(
-        name, str(value), _SIZE, "a size in bytes, or a number with K, M or G (512M)"
+        name, str(value), MESSAGE_SIZE, "a size in bytes, or a number with K, M or G (512M)"
     )
 
 
@@ -81,6 +79,16 @@ def role_options(role: str) -> dict[str, dict]:
     """The options of a role's main entry point, as its meta/argument_specs.yml declares them."""
     specs = yaml_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
     return specs["argument_specs"]["main"].get("options", {})
+
+
+def with_role_defaults(role: str, given: Mapping, names: Mapping[str, str]) -> dict:
+    """For each option of a filter (names: option -> the role setting that holds its default),
+    the value given, or the setting's declared default where none (None) was given."""
+    options = role_options(role)
+    return {
+        key: options[setting]["default"] if given.get(key) is None else given[key]
+        for key, setting in names.items()
+    }
 
 
 @functools.cache
