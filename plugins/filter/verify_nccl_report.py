@@ -13,8 +13,13 @@ description:
   - Parses each run's output with P(gpudirect.rdma.nccl_results#filter)'s code and judges it.
     A run passes when it has a results table and NCCL used RDMA (no C(NET/Socket) fallback),
     the network channels ran GPUDirect RDMA (C(/GDRDMA)), no value was wrong, the ranks spanned
-    every node of the run, and the average bus bandwidth reached O(min_busbw_gbps); each problem
-    names its likely cause (on RoCE, a collapse points at flow control and C(NCCL_IB_TC)).
+    every node of the run, and the bus bandwidth reached the run's floor; each problem names its
+    likely cause (on RoCE, a collapse points at flow control and C(NCCL_IB_TC)).
+  - The floor is O(min_busbw_gbps) against the average bus bandwidth (C(# Avg bus bandwidth))
+    when set. Without it, 70% of the group's rails times the slowest port rate the bandwidth
+    test's pairs of the group read, against the bus bandwidth at the largest message size
+    (across nodes all-reduce is bound by the rails together); 100 Gb/s against the average
+    when no rate was read. Each run says which floor applied and why.
   - Returns a new report with RV(_value.nccl), the table's NCCL lines, and C(passed) false when
     a run failed.
 options:
@@ -34,9 +39,10 @@ options:
     elements: dict
     required: true
   min_busbw_gbps:
-    description: Smallest acceptable average bus bandwidth (C(# Avg bus bandwidth)), in Gb/s.
+    description:
+      - Smallest acceptable average bus bandwidth (C(# Avg bus bandwidth)), in Gb/s; null (the
+        default) derives each run's floor from the port rates (see the description).
     type: float
-    required: true
 """
 
 EXAMPLES = r"""
@@ -58,7 +64,8 @@ _value:
     nccl:
       description:
         - Per run C(group) (with node groups), C(nodes), C(config_map) (the settings it used),
-          C(min_busbw_gbps), C(exit) (mpirun's; null when the launcher stopped before it),
+          C(floor_gbps), C(floor_measure) (C(average) or C(largest)), C(floor) (which floor and
+          why), C(busbw_judged_gbps) (the number the floor judged), C(exit) (mpirun's; null when the launcher stopped before it),
           C(passed), C(problems), and once the output parsed C(avg_busbw_gbytes),
           C(avg_busbw_gbps), C(max_busbw_gbytes), C(ranks), C(nodes_in_run), C(devices),
           C(transport), C(gpudirect), C(wrong), C(rows), C(largest) and C(warnings) as
@@ -75,6 +82,7 @@ from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.nccl_test import (  # noqa: E402
+    group_floor,
     run_report,
     with_runs,
 )
@@ -83,7 +91,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # 
 )
 
 
-def verify_nccl_report(report, plan, runs, min_busbw_gbps):
+def verify_nccl_report(report, plan, runs, min_busbw_gbps=None):
     args = validate(
         DOCUMENTATION,
         "gpudirect.rdma.verify_nccl_report",
@@ -93,14 +101,9 @@ def verify_nccl_report(report, plan, runs, min_busbw_gbps):
         entries = []
         for run in args["runs"]:
             view = group_view(args["plan"], run.get("group") or None)
+            floor = group_floor(args["_input"], view, args["min_busbw_gbps"])
             entries.append(
-                run_report(
-                    view,
-                    list(run["nodes"]),
-                    run.get("log") or "",
-                    args["min_busbw_gbps"],
-                    view["fabric"],
-                )
+                run_report(view, list(run["nodes"]), run.get("log") or "", floor, view["fabric"])
             )
         return with_runs(args["_input"], entries)
     except ValueError as error:

@@ -29,7 +29,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
     ownership,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import VERIFY_NAMED
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import nccl, nccl_settings
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import floors, nccl, nccl_settings
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (
     COMPONENT,
     GROUP_LABEL,
@@ -265,16 +265,19 @@ def output(log: str) -> tuple[str, int | None]:
     return (found[1], int(found[2])) if found else (log or "", None)
 
 
-def run_report(view: dict, nodes: list[str], log: str, min_busbw_gbps: float, fabric: str) -> dict:
-    """One run's entry of the report: its nodes, the ConfigMap whose settings it used, the
-    parsed numbers (nccl.parse) and what fails it (nccl.judge), or the parse error."""
+def run_report(view: dict, nodes: list[str], log: str, floor: dict, fabric: str) -> dict:
+    """One run's entry of the report: its nodes, the ConfigMap whose settings it used, its floor
+    (floors.nccl_floor), the parsed numbers (nccl.parse) and what fails it (nccl.judge), or the
+    parse error."""
     text, code = output(log)
     entry = {
         **({"group": view["name"]} if _grouped(view) else {}),
         "nodes": list(nodes),
         "config_map": f"{view['network_namespace']}/"
         + nccl_settings.config_map_name(view, _grouped(view)),
-        "min_busbw_gbps": min_busbw_gbps,
+        "floor_gbps": floor["gbps"],
+        "floor_measure": floor["measure"],
+        "floor": floor["why"],
         "exit": code,
     }
     try:
@@ -286,7 +289,7 @@ def run_report(view: dict, nodes: list[str], log: str, min_busbw_gbps: float, fa
             lines = [line for line in (log or "").splitlines() if line.strip()]
             problem = lines[-1] if lines else "the launcher printed nothing"
         return {**entry, "passed": False, "problems": [problem]}
-    problems = nccl.judge(result, min_busbw_gbps, fabric, len(nodes))
+    problems = nccl.judge(result, floor, fabric, len(nodes))
     if code not in (0, None) and not problems:
         problems.append(f"mpirun exited with {code} after the results table")
     keep = (
@@ -305,6 +308,7 @@ def run_report(view: dict, nodes: list[str], log: str, min_busbw_gbps: float, fa
     return {
         **entry,
         "nodes_in_run": result["nodes"],
+        "busbw_judged_gbps": nccl.busbw_judged(result, floor["measure"]),
         **{key: result[key] for key in keep},
         "passed": not problems,
         "problems": problems,
@@ -320,15 +324,17 @@ def gpudirect_shown(run: dict) -> str:
 
 
 def table(runs: list[dict]) -> list[str]:
-    """The NCCL runs as lines: nodes, ranks, transport, GPUDirect, bus bandwidth, result; each
-    run's problems on lines of their own."""
+    """The NCCL runs as lines: nodes, ranks, transport, GPUDirect, bus bandwidth, the floor,
+    result; each run's floor and why, and its problems, on lines of their own."""
     if not runs:
         return []
+    wide = max([10, *(len(run.get("transport") or "") + 2 for run in runs)])
     lines = [
         "",
-        f"{'NCCL all_reduce_perf':<34}{'ranks':>6}  {'transport':<10}{'GPUDirect':<10}"
-        f"{'avg busbw Gb/s':>15}{'busbw at largest GB/s':>23}  result",
+        f"{'NCCL all_reduce_perf':<34}{'ranks':>6}  {'transport':<{wide}}{'GPUDirect':<10}"
+        f"{'avg busbw Gb/s':>15}{'busbw at largest GB/s':>23}{'floor Gb/s':>12}  result",
     ]
+    notes = []
     for run in runs:
         where = (f"group {run['group']}: " if "group" in run else "") + f"{len(run['nodes'])} nodes"
         largest = run.get("largest")
@@ -336,12 +342,24 @@ def table(runs: list[dict]) -> list[str]:
             max(largest["out_of_place"]["busbw"], largest["in_place"]["busbw"]) if largest else "-"
         )
         lines.append(
-            f"{where:<34}{run.get('ranks') or '-':>6}  {run.get('transport') or '-':<10}"
+            f"{where:<34}{run.get('ranks') or '-':>6}  {run.get('transport') or '-':<{wide}}"
             f"{gpudirect_shown(run):<10}{run.get('avg_busbw_gbps', '-'):>15}"
-            f"{best:>23}  " + ("pass" if run["passed"] else "FAIL")
+            f"{best:>23}{run['floor_gbps']:>12g}  " + ("pass" if run["passed"] else "FAIL")
         )
-        lines += [f"  {where} FAIL: {problem}" for problem in run["problems"]]
-    return lines
+        notes.append(f"  {where} floor {run['floor_gbps']:g} Gb/s: {run['floor']}")
+        notes += [f"  {where} FAIL: {problem}" for problem in run["problems"]]
+    return lines + notes
+
+
+def group_floor(report: dict, view: dict, fixed: float | None) -> dict:
+    """The floor of a node group's NCCL run (floors.nccl_floor): fixed (verify_min_busbw_gbps)
+    when set, else from the port rates the bandwidth test's pairs of the group read (report:
+    verify.report's result)."""
+    pairs = [
+        p for p in report.get("pairs") or [] if not _grouped(view) or p.get("group") == view["name"]
+    ]
+    rates = [p.get(f"{side}_port_gbps") for p in pairs for side in ("server", "client")]
+    return floors.nccl_floor(fixed, len(view["rails"]), rates)
 
 
 def with_runs(result: dict, runs: list[dict]) -> dict:

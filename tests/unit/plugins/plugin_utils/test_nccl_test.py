@@ -20,7 +20,7 @@ from ansible_collections.gpudirect.rdma.plugins.filter.verify_nccl_report import
     verify_nccl_report,
 )
 from ansible_collections.gpudirect.rdma.plugins.lookup.ssh_key import LookupModule
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import nccl_test, report_files
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import floors, nccl_test, report_files
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import inputs
 
@@ -210,7 +210,9 @@ def test_a_launcher_that_cannot_log_in_stops_naming_the_worker(tmp_path):
         "cannot log in to gpudirect-rdma-verify-nccl-0.gpudirect-rdma-verify-nccl on port 2222 "
         "after 0 s: ssh: Could not resolve hostname" in result.stdout
     )
-    report = nccl_test.run_report(view(), list(NODES), result.stdout, 100, "roce")
+    report = nccl_test.run_report(
+        view(), list(NODES), result.stdout, floors.nccl_floor(100, 1, []), "roce"
+    )
     assert report["passed"] is False and report["exit"] is None
     assert report["problems"][0].startswith("gpudirect-rdma-verify: nccl launcher: cannot log in")
 
@@ -246,7 +248,30 @@ def test_a_good_run_passes_and_the_report_adds_it():
     (run,) = result["nccl"]
     assert result["passed"] is True and run["passed"] is True, run["problems"]
     assert (run["ranks"], run["transport"], run["gpudirect"], run["exit"]) == (16, "IB", True, 0)
-    assert result["table"][0] == "pairs" and result["nccl_table"][-1].endswith("pass")
+    assert result["table"][0] == "pairs" and result["nccl_table"][2].endswith("pass")
+    assert result["nccl_table"][3] == (
+        "  2 nodes floor 100 Gb/s: verify_min_busbw_gbps, against the average bus bandwidth"
+    )
+
+
+def test_without_verify_min_busbw_gbps_the_groups_port_rates_set_the_floor():
+    """The bandwidth test's pairs read 400 Gb/s ports on the one rail: 280 Gb/s at 8 GiB."""
+    pairs = [{"rail": 0, "server_port_gbps": 400.0, "client_port_gbps": 400.0}]
+    result = verify_nccl_report(
+        {"passed": True, "table": [], "pairs": pairs},
+        plan=build_plan(inputs("shared-device-infiniband")),
+        runs=[
+            {
+                "group": None,
+                "nodes": ["gpu-a", "gpu-b"],
+                "log": launcher_log("ib_gdrdma_2nodes_16ranks"),
+            }
+        ],
+    )
+    (run,) = result["nccl"]
+    assert (run["floor_gbps"], run["floor_measure"]) == (280, "largest")
+    assert run["floor"].startswith("70% of 1 rail(s) x 400 Gb/s")
+    assert run["busbw_judged_gbps"] == 2988.4 and run["passed"] is True
 
 
 @pytest.mark.parametrize(
@@ -284,7 +309,7 @@ def test_the_junit_file_and_the_page_show_the_runs(tmp_path):
     assert (nccl.tests, nccl.failures) == (2, 1)
     page = report_files.html(report)
     assert page.count('<polyline class="busbw"') == 2
-    assert "NCCL fell back to sockets" in page and "average needed 100 Gb/s" in page
+    assert "NCCL fell back to sockets" in page and "floor 100 Gb/s (average)" in page
     assert "<script" not in page and " src=" not in page
 
 
