@@ -256,6 +256,15 @@ CASES: list[BadInput] = [
         playbooks=("site", "verify"),
     ),
     BadInput(
+        "verify-nccl-sizes-reversed",
+        SDR,
+        "verify_nccl_min_bytes",
+        "'16G'",
+        "a size at most verify_nccl_max_bytes (8G)",
+        set={"verify_nccl_min_bytes": "16G", "verify_nccl_max_bytes": "8G"},
+        playbooks=("site", "verify"),
+    ),
+    BadInput(
         "uninstall-timeout-0",
         SDR,
         "uninstall_timeout",

@@ -10,11 +10,14 @@ short_description: Judge a GPUDirect bandwidth test run from its pods' logs
 description:
   - Takes the test pods' logs by pod name (the names P(gpudirect.rdma.verify_pods#filter) gives).
   - Splits each pod's log into its rails (the script prints each rail's C(ib_write_bw) output
-    between markers) and its C(nvidia-smi topo -m) matrix, which
-    P(gpudirect.rdma.gpu_nic_topology#filter)'s code reads.
+    between markers), the GPU the pod chose for each rail and how (from its
+    C(nvidia-smi topo -m) matrix, by the rule of P(gpudirect.rdma.gpu_nic_topology#filter)'s
+    code), and the matrix itself. The pair is judged on the GPU the pod used and the relation
+    the pod read; the collection's own reading of the printed matrix must agree, or the pair
+    fails saying that the two readings differ.
   - Parses each pair's server and client output with P(gpudirect.rdma.perftest_results#filter)
     and judges the pair. It passes when both sides hold a result, the client's average bandwidth
-    reaches O(min_gbps), both sides registered GPU memory the way the plan says (DMA-BUF or
+    reaches the pair's floor (O(min_gbps), or derived from the ports' rates), both sides registered GPU memory the way the plan says (DMA-BUF or
     nvidia-peermem), and on both sides the GPU the rail used shares a PCIe switch with the
     rail's NIC (C(PIX) or C(PXB)). A path through C(PHB), C(NODE) or C(SYS), or a pod that
     printed no matrix, fails the pair unless O(allow_cross_switch).
@@ -38,9 +41,13 @@ options:
     type: dict
     required: true
   min_gbps:
-    description: Smallest acceptable average bandwidth of a pair, in Gb/s.
+    description:
+      - Smallest acceptable average bandwidth of a pair, in Gb/s.
+      - Null (the default) derives each pair's floor from the port rate its pods read
+        (C(/sys/class/infiniband/<dev>/ports/1/rate)), 80% of the slower side's rate, or
+        100 Gb/s when neither side read one. Each pair says which floor applied and why
+        (RV(_value.pairs[].floor)).
     type: float
-    required: true
   nic_devices:
     description:
       - The NicDevice objects of the NIC configuration (C(gpudirect_rdma_nic_configuration)); the
@@ -75,11 +82,19 @@ _value:
     pairs:
       description: Per rail (of each node group, named by C(group) when there are several), the
         nodes, the client's numbers (C(bw_average_gbps), C(bw_peak_gbps), C(msg_rate_mpps),
-        C(device), C(link_type), C(gid_index), C(gpu_memory)), C(passed), C(problems) and
-        C(warnings).
+        C(device), C(link_type), C(gid_index), C(gpu_memory)), the ports' rates each side read
+        (C(server_port_gbps), C(client_port_gbps); null when unknown), C(passed), C(problems)
+        and C(warnings).
       type: list
       elements: dict
       contains:
+        floor_gbps:
+          description: The smallest average bandwidth the pair had to reach, in Gb/s.
+          type: float
+        floor:
+          description: Which floor applied and why (C(verify_min_gbps), or 80% of the slower
+            port's rate, or the default when no rate was read).
+          type: str
         server_gpu:
           description: The GPU the server side of the rail used and its path to the rail's NIC.
           type: dict
@@ -95,10 +110,28 @@ _value:
               description: The rail's RDMA device (C(mlx5_0)).
               type: str
             relation:
-              description: C(PIX), C(PXB), C(PHB), C(NODE), C(SYS), or C(unknown) without a matrix.
+              description: C(PIX), C(PXB), C(PHB), C(NODE), C(SYS) as the pod read it, or
+                C(unknown) where it read no matrix or the NIC is not in it.
               type: str
-            closest:
-              description: The best relation any GPU of the node has to that NIC.
+            source:
+              description: How the pod chose the GPU, C(matrix) (the closest in
+                C(nvidia-smi topo -m)), C(numa) (the first on the NIC's NUMA node, no matrix to
+                read) or C(first) (GPU 0, nothing to go by).
+              type: str
+            pf:
+              description: The PF's RDMA device of a VF that the matrix was searched by; absent
+                for a PF.
+              type: str
+            shared_with:
+              description: The rail that took the GPU first, when every GPU as close was
+                taken; absent otherwise.
+              type: int
+            why:
+              description: Why the path is unknown, when it is.
+              type: str
+            disagreement:
+              description: What the collection reads in the pod's matrix where it differs from
+                what the pod decided (the pair then fails).
               type: str
         client_gpu:
           description: The same for the client side.
@@ -136,7 +169,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # 
 )
 
 
-def verify_report(logs, plan, pairs, min_gbps, nic_devices=None, allow_cross_switch=False):
+def verify_report(logs, plan, pairs, min_gbps=None, nic_devices=None, allow_cross_switch=False):
     args = validate(
         DOCUMENTATION,
         "gpudirect.rdma.verify_report",

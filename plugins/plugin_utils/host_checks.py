@@ -6,8 +6,11 @@ Checks, per tested node (each finding names the node and, where it is a rail's, 
 - acs: Access Control Services redirecting requests (ReqRedir+ or CmpltRedir+ in ACSCtl) on a
   PCIe bridge between a rail's GPU and NIC sends every GPUDirect transfer up to the root
   complex: failure. Unknown (no lspci, or not allowed to read the capability): warning.
-- iommu: an IOMMU that translates DMA (intel_iommu=on or amd_iommu=on without iommu=pt) also
-  turns ACS on and costs GPUDirect bandwidth: warning.
+- iommu: an IOMMU that translates DMA also turns ACS on and costs GPUDirect bandwidth: warning.
+  Read from what the kernel reports, first the domain type of the IOMMU group of each rail's
+  NIC and of each GPU the pod holds (identity passes; DMA or DMA-FQ translates), then, where no
+  device is in an IOMMU group, the boot log's `iommu: Default domain type:` line, then the
+  kernel command line (iommu=pt, intel_iommu=on, amd_iommu=on, ...); unknown when none says.
 - gpu-driver: DMA-BUF needs the GPU's open kernel modules: failure with the proprietary ones
   when the plan registers GPU memory by DMA-BUF.
 - peermem: the peermem mode needs nvidia_peermem loaded: failure when it is absent.
@@ -41,6 +44,39 @@ def facts(log: str) -> dict[str, list[str]]:
     return found
 
 
+_BOOT_DOMAIN = re.compile(r"iommu: Default domain type: (?P<type>\S+)")
+_DRIVER = re.compile(r"^NVRM version: NVIDIA UNIX (?P<open>Open Kernel Module for )?\S+")
+_ARGUMENT = re.compile(r"^[A-Za-z0-9_.-]+(=\S*)?$")
+
+
+def boot_iommu_domain(text: str) -> str | None:
+    """The kernel's default IOMMU domain type from its boot log (`iommu: Default domain type:
+    Translated`): Translated or Passthrough (with what follows, such as `(set via kernel
+    command line)`); None when the text has no such line."""
+    found = _BOOT_DOMAIN.search(text or "")
+    return text[found.start("type") :].splitlines()[0].strip() if found else None
+
+
+def driver_flavour(text: str) -> str | None:
+    """open or proprietary, from the first line of /proc/driver/nvidia/version (`NVRM version:
+    NVIDIA UNIX Open Kernel Module for x86_64 ...` is open); None when it is not that line."""
+    found = _DRIVER.match((text or "").splitlines()[0] if text else "")
+    if not found:
+        return None
+    return "open" if found["open"] else "proprietary"
+
+
+def kernel_arguments(text: str) -> list[str] | None:
+    """The kernel's arguments of a command line (/proc/cmdline: one line of name[=value], then
+    perhaps -- and the init program's); None when the text is not one."""
+    lines = (text or "").strip().splitlines()
+    if len(lines) != 1:
+        return None
+    # What follows a lone -- is the init program's, not the kernel's.
+    arguments = lines[0].split(" -- ", 1)[0].split()
+    return arguments if all(_ARGUMENT.match(a) for a in arguments) else None
+
+
 def _finding(node, check, status, detail, fix="", reference="", rail=None) -> dict:
     return {
         "node": node,
@@ -53,38 +89,116 @@ def _finding(node, check, status, detail, fix="", reference="", rail=None) -> di
     }
 
 
+_TRANSLATING_DOMAINS = ("DMA", "DMA-FQ")
+_IOMMU_FIX = (
+    "add the kernel argument iommu=pt (passthrough) in a MachineConfig for the GPU nodes' pool "
+    "(or turn the IOMMU off in the BIOS)"
+)
+
+
+def iommu_from_arguments(arguments: list[str]) -> tuple[str, str] | None:
+    """(status, detail) from the kernel command line; None when it names no IOMMU mode."""
+    if "iommu=pt" in arguments or "iommu.passthrough=1" in arguments:
+        return "ok", "passthrough on the kernel command line (" + " ".join(
+            a for a in arguments if "iommu" in a
+        ) + ")"
+    translating = [a for a in arguments if a in ("intel_iommu=on", "amd_iommu=on")]
+    if translating or "iommu.passthrough=0" in arguments:
+        shown = (translating or ["iommu.passthrough=0"])[0]
+        return "warning", (
+            f"{shown} without iommu=pt on the kernel command line: the IOMMU translates every "
+            "DMA and the kernel turns ACS on"
+        )
+    off = [a for a in arguments if a in ("intel_iommu=off", "amd_iommu=off", "iommu=off")]
+    if off:
+        return "ok", f"the IOMMU is off on the kernel command line ({off[0]})"
+    return None
+
+
+def _iommu(node: str, found: dict) -> dict:
+    """The iommu check, from the kernel's own state first (see the module's docstring)."""
+    groups = [value.split() for value in found.get("iommu-group", [])]
+    groups = [g for g in groups if len(g) == 3]
+    translated = [
+        f"{what} {address} ({kind})"
+        for what, address, kind in groups
+        if kind in _TRANSLATING_DOMAINS
+    ]
+    passing = [f"{what} {address}" for what, address, kind in groups if kind == "identity"]
+    if translated:
+        return _finding(
+            node,
+            "iommu",
+            "warning",
+            "the IOMMU translates DMA for " + ", ".join(translated) + " (the domain type of "
+            "their IOMMU groups): every GPUDirect transfer is translated and the kernel turns "
+            "ACS on",
+            _IOMMU_FIX,
+            ACS_REFERENCE,
+        )
+    if passing:
+        return _finding(
+            node, "iommu", "ok", "identity (passthrough) IOMMU domain for " + ", ".join(passing)
+        )
+    default = boot_iommu_domain((found.get("iommu-boot") or [""])[0]) or "unknown"
+    if default.startswith("Translated"):
+        return _finding(
+            node,
+            "iommu",
+            "warning",
+            f"the boot log says 'iommu: Default domain type: {default}' and no device of the "
+            "rails is in an IOMMU group the pod can see: DMA is likely translated",
+            _IOMMU_FIX,
+            ACS_REFERENCE,
+        )
+    if default.startswith("Passthrough"):
+        return _finding(node, "iommu", "ok", f"the boot log says 'Default domain type: {default}'")
+    cmdline = (found.get("cmdline") or ["unknown"])[0]
+    arguments = None if cmdline == "unknown" else kernel_arguments(cmdline)
+    judged = iommu_from_arguments(arguments) if arguments is not None else None
+    if judged:
+        status, detail = judged
+        return _finding(
+            node,
+            "iommu",
+            status,
+            detail,
+            _IOMMU_FIX if status != "ok" else "",
+            ACS_REFERENCE if status != "ok" else "",
+        )
+    return _finding(
+        node,
+        "iommu",
+        "unknown",
+        "whether the IOMMU translates DMA is unknown: no device of the rails is in an IOMMU "
+        "group the pod can see, the boot log is not readable in the pod"
+        + (
+            ", and the pod could not read /proc/cmdline"
+            if cmdline == "unknown"
+            else ", and the kernel command line names no IOMMU mode"
+        ),
+        "read /sys/kernel/iommu_groups/*/type on the node (oc debug node/<node>): identity is "
+        "passthrough, DMA or DMA-FQ translates",
+        ACS_REFERENCE,
+    )
+
+
 def _node_checks(node: str, found: dict, plan: dict) -> list[dict]:
     results = []
-    cmdline = (found.get("cmdline") or ["unknown"])[0]
-    arguments = cmdline.split()
-    translating = [a for a in arguments if a in ("intel_iommu=on", "amd_iommu=on")]
-    if cmdline == "unknown":
-        results.append(_finding(node, "iommu", "unknown", "the pod could not read /proc/cmdline"))
-    elif translating and "iommu=pt" not in arguments:
+    results.append(_iommu(node, found))
+    driver = (found.get("gpu-driver") or ["unknown"])[0]
+    memory = plan["gpu"]["memory"]
+    if driver == "unknown" or driver_flavour(driver) is None:
         results.append(
             _finding(
                 node,
-                "iommu",
-                "warning",
-                f"{translating[0]} without iommu=pt: the IOMMU translates every DMA and the "
-                "kernel turns ACS on",
-                "add the kernel argument iommu=pt in a MachineConfig for the GPU nodes' pool "
-                "(or turn the IOMMU off in the BIOS)",
-                ACS_REFERENCE,
+                "gpu-driver",
+                "unknown",
+                "the pod could not read the GPU driver's version"
+                + ("" if driver == "unknown" else f" (it read {driver!r})"),
             )
         )
-    else:
-        shown = " ".join(a for a in arguments if "iommu" in a) or "no IOMMU argument"
-        results.append(_finding(node, "iommu", "ok", shown))
-    driver = (found.get("gpu-driver") or ["unknown"])[0]
-    memory = plan["gpu"]["memory"]
-    if driver == "unknown":
-        results.append(
-            _finding(
-                node, "gpu-driver", "unknown", "the pod could not read the GPU driver's version"
-            )
-        )
-    elif "Open Kernel Module" in driver:
+    elif driver_flavour(driver) == "open":
         results.append(_finding(node, "gpu-driver", "ok", "open kernel modules: " + driver))
     elif memory == "dmabuf":
         results.append(

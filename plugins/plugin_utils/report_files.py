@@ -38,7 +38,8 @@ def _path(path: dict | None) -> str:
 
 
 def _numbers(pair: dict) -> str:
-    keys = ("bw_average_gbps", "bw_peak_gbps", "msg_rate_mpps", "device", "server_device")
+    keys = ("bw_average_gbps", "floor_gbps", "floor", "bw_peak_gbps", "msg_rate_mpps", "device")
+    keys += ("server_device", "server_port_gbps", "client_port_gbps")
     keys += ("link_type", "gid_index", "gpu_memory", "interface", "network", "resource")
     lines = [f"{key}: {pair[key]}" for key in keys if pair.get(key) is not None]
     lines += [
@@ -69,6 +70,7 @@ def _run_name(run: dict) -> str:
 
 def _run_text(run: dict) -> str:
     keys = ("ranks", "transport", "gpudirect", "devices", "avg_busbw_gbps", "max_busbw_gbytes")
+    keys += ("busbw_judged_gbps", "floor_gbps", "floor")
     lines = [f"{key}: {run[key]}" for key in keys if key in run]
     lines.append(f"settings: {run['config_map']}")
     return "\n".join(lines) + "\n"
@@ -95,7 +97,7 @@ def junit(report: dict) -> str:
     suite = _suite(suites, "GPUDirect RDMA bandwidth", len(pairs), len(failed))
     properties = ET.SubElement(suite, "properties")
     for key in ("min_gbps", "gpu_memory", "allow_cross_switch"):
-        if key in report:
+        if report.get(key) is not None:
             ET.SubElement(properties, "property", name=key, value=str(report[key]))
     for pair in pairs:
         classname = "gpudirect.rdma.bandwidth" + (f".{pair['group']}" if "group" in pair else "")
@@ -167,12 +169,13 @@ def _cell(value, numeric: bool = False) -> str:
     return f'<td class="num">{shown}</td>' if numeric else f"<td>{shown}</td>"
 
 
-def _bars(pairs: list[dict], threshold: float) -> str:
-    """An SVG bar chart: each pair's average Gb/s, the threshold as a dashed line."""
+def _bars(pairs: list[dict]) -> str:
+    """An SVG bar chart: each pair's average Gb/s, and its floor as a dashed mark across it."""
     if not pairs:
         return '<p class="muted">No pair ran.</p>'
     values = [float(p.get("bw_average_gbps") or 0) for p in pairs]
-    top = max([*values, threshold, 1.0]) * 1.15
+    marks = [float(p.get("floor_gbps") or 0) for p in pairs]
+    top = max([*values, *marks, 1.0]) * 1.15
     column, gap, left, height = 34, 14, 60, 220
     plot = left + len(pairs) * (column + gap) + gap
     width = plot + 150  # room for the threshold's label right of the plot
@@ -187,9 +190,10 @@ def _bars(pairs: list[dict], threshold: float) -> str:
             f'<line x1="{left}" x2="{plot}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{value:.0f}</text>'
         )
-    for index, (pair, value) in enumerate(zip(pairs, values, strict=True)):
+    for index, (pair, value, floor) in enumerate(zip(pairs, values, marks, strict=True)):
         x = left + gap + index * (column + gap)
         tall = value / top * height
+        mark = height - floor / top * height + 10
         color = "#2e7d32" if pair["passed"] else "#c62828"
         label = escape.escape(
             ("" if "group" not in pair else f"{pair['group']} ") + f"r{pair['rail']}"
@@ -198,12 +202,12 @@ def _bars(pairs: list[dict], threshold: float) -> str:
             f'<rect x="{x}" y="{height - tall + 10:.1f}" width="{column}" height="{tall:.1f}" '
             f'fill="{color}"><title>{escape.escape(_pair_name(pair))}: {value} Gb/s</title></rect>'
             f'<text x="{x + column / 2}" y="{height + 26}" text-anchor="middle">{label}</text>'
+            f'<line class="floor" x1="{x - 4}" x2="{x + column + 4}" y1="{mark:.1f}" '
+            f'y2="{mark:.1f}" stroke="#1565c0" stroke-width="2" stroke-dasharray="4 3">'
+            f"<title>floor {floor:g} Gb/s: {escape.escape(pair.get('floor') or '')}</title></line>"
         )
-    y = height - threshold / top * height + 10
     parts.append(
-        f'<line x1="{left}" x2="{plot}" y1="{y:.1f}" y2="{y:.1f}" stroke="#1565c0" '
-        f'stroke-dasharray="6 4"/><text x="{plot + 6}" y="{y + 4:.1f}" '
-        f'fill="#1565c0">threshold {threshold:g} Gb/s</text>'
+        f'<text x="{plot + 6}" y="24" fill="#1565c0">- - floor of each pair</text>'
         f'<text x="14" y="{height / 2 + 10}" transform="rotate(-90 14 {height / 2 + 10})" '
         f'text-anchor="middle">average Gb/s</text></svg>'
     )
@@ -220,9 +224,11 @@ def _size_label(size: int) -> str:
     return str(size)
 
 
-def _curves(runs: list[dict], threshold: float) -> str:
+def _curves(runs: list[dict]) -> str:
     """An SVG line plot: each NCCL run's out-of-place bus bandwidth (Gb/s) against the message
-    size (log scale), the threshold on the average as a dashed line."""
+    size (log scale), each run's floor as a dashed line (on the average, or at the largest
+    size)."""
+    threshold = max((float(run.get("floor_gbps") or 0) for run in runs), default=0.0)
     series = [(run, run.get("rows") or []) for run in runs]
     sizes = sorted({row["size"] for _run, rows in series for row in rows})
     if not sizes:
@@ -268,10 +274,17 @@ def _curves(runs: list[dict], threshold: float) -> str:
                 f'<text x="{left + width + 8}" y="{24 + 16 * index}" fill="{color}">'
                 f"{escape.escape(', '.join(run['nodes'])[:24])}</text>"
             )
+    for run in runs:
+        floor = float(run.get("floor_gbps") or 0)
+        where = "at the largest size" if run.get("floor_measure") == "largest" else "average"
+        parts.append(
+            f'<line x1="{left}" x2="{left + width}" y1="{y(floor):.1f}" y2="{y(floor):.1f}" '
+            f'stroke="#c62828" stroke-dasharray="6 4"><title>'
+            f"{escape.escape(run.get('floor') or '')}</title></line>"
+            f'<text x="{left + width + 8}" y="{y(floor) + 4:.1f}" fill="#c62828">floor '
+            f"{floor:g} Gb/s ({where})</text>"
+        )
     parts.append(
-        f'<line x1="{left}" x2="{left + width}" y1="{y(threshold):.1f}" y2="{y(threshold):.1f}" '
-        f'stroke="#c62828" stroke-dasharray="6 4"/><text x="{left + width + 8}" '
-        f'y="{y(threshold) + 4:.1f}" fill="#c62828">average needed {threshold:g} Gb/s</text>'
         f'<text x="{left + width / 2}" y="{height + 52}" text-anchor="middle">message size '
         f'(bytes)</text><text x="14" y="{height / 2 + 10}" '
         f'transform="rotate(-90 14 {height / 2 + 10})" text-anchor="middle">bus bandwidth Gb/s'
@@ -284,10 +297,7 @@ def _nccl_verdict(runs: list[dict]) -> str:
     if not runs:
         return ""
     passed = sum(1 for r in runs if r["passed"])
-    return (
-        f"; {passed} of {len(runs)} NCCL run(s) passed, average bus bandwidth needed "
-        f"{float(runs[0].get('min_busbw_gbps') or 0):g} Gb/s"
-    )
+    return f"; {passed} of {len(runs)} NCCL run(s) passed"
 
 
 def _nccl_section(runs: list[dict]) -> str:
@@ -307,6 +317,8 @@ def _nccl_section(runs: list[dict]) -> str:
             + _cell(", ".join(run.get("devices") or []) or None)
             + _cell(run.get("avg_busbw_gbps"), True)
             + _cell(run.get("max_busbw_gbytes"), True)
+            + _cell(run.get("busbw_judged_gbps"), True)
+            + _cell(f"{run['floor_gbps']:g}: {run['floor']}")
             + _cell(run["config_map"])
             + _cell("pass" if run["passed"] else "FAIL")
             + "</tr>"
@@ -324,14 +336,15 @@ def _nccl_section(runs: list[dict]) -> str:
         "NICs",
         "avg busbw Gb/s",
         "best busbw GB/s",
+        "judged Gb/s",
+        "floor Gb/s",
         "NCCL settings",
         "result",
     ]
     header = "".join(f"<th>{c}</th>" for c in columns)
-    threshold = float(runs[0].get("min_busbw_gbps") or 0)
     return (
         "<h2>NCCL bus bandwidth against message size</h2>"
-        + _curves(runs, threshold)
+        + _curves(runs)
         + f"<h2>NCCL runs</h2><table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}"
         "</tbody></table>" + "".join(problems)
     )
@@ -356,6 +369,7 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
             + _cell(_path(server))
             + _cell(_path(client))
             + _cell(pair.get("bw_average_gbps"), True)
+            + _cell(pair.get("floor_gbps"), True)
             + _cell(pair.get("msg_rate_mpps"), True)
             + _cell(pair.get("gpu_memory"))
             + _cell("pass" if pair["passed"] else "FAIL")
@@ -398,21 +412,23 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
     )
     columns = ["group"] if grouped else []
     columns += ["rail", "server -> client", "NIC", "link", "GID", "server GPU", "client GPU"]
-    columns += ["avg Gb/s", "Mpps", "GPU memory", "result"]
+    columns += ["avg Gb/s", "floor Gb/s", "Mpps", "GPU memory", "result"]
     header = "".join(f"<th>{c}</th>" for c in columns)
-    threshold = float(report.get("min_gbps") or 0)
+    reasons = sorted({(p.get("floor_gbps"), p.get("floor")) for p in pairs if p.get("floor")})
+    floors_shown = "; ".join(f"{gbps:g} Gb/s ({why})" for gbps, why in reasons) or "-"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape.escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape.escape(title)}</h1>"
         f'<p><span class="verdict {"pass" if passed else "fail"}">'
         f"{'passed' if passed else 'failed'}</span> "
-        f"{len([p for p in pairs if p['passed']])} of {len(pairs)} pair(s) passed; threshold "
-        f"{threshold:g} Gb/s; GPU memory {escape.escape(str(report.get('gpu_memory', '-')))}; "
+        f"{len([p for p in pairs if p['passed']])} of {len(pairs)} pair(s) passed; floor "
+        f"{escape.escape(floors_shown)}; GPU memory "
+        f"{escape.escape(str(report.get('gpu_memory', '-')))}; "
         f"cross-switch pairs {'allowed' if report.get('allow_cross_switch') else 'fail'}"
         + _nccl_verdict(report.get("nccl") or [])
         + "</p>"
-        f"<h2>Bandwidth per pair and rail</h2>{_bars(pairs, threshold)}"
+        f"<h2>Bandwidth per pair and rail</h2>{_bars(pairs)}"
         f"<h2>Pairs</h2><table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody>"
         "</table>"
         + (f"<h2>Problems and warnings</h2>{''.join(findings)}" if findings else "")

@@ -30,12 +30,13 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_config
     nic_type,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.nic_configuration import condition
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import host_checks, nccl_settings
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.perftest import PerftestError, parse
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.topology import TopologyError
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.topology import (
-    parse as parse_topology,
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import (
+    floors,
+    host_checks,
+    nccl_settings,
+    topology,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.perftest import PerftestError, parse
 
 COMPONENT = "verify"
 ROLE_LABEL = "gpudirect.rdma/verify-role"
@@ -58,6 +59,15 @@ _TOPOLOGY = re.compile(
     r"^gpudirect-rdma-verify: topology end$",
     re.MULTILINE | re.DOTALL,
 )
+# How the script decided a rail's GPU (pair_rails in verify_test.sh): source matrix, numa (the
+# NIC's NUMA node, no matrix to read) or first (GPU 0, nothing to go by).
+_PAIRING = re.compile(
+    r"^gpudirect-rdma-verify: pairing rail (?P<rail>\d+) nic (?P<nic>\S+) pf (?P<pf>\S+) "
+    r"found-as (?P<found>\S+) gpu (?P<gpu>\d+) relation (?P<relation>\S+) "
+    r"shared (?P<shared>\S+) source (?P<source>\S+)$",
+    re.MULTILINE,
+)
+_UNREADABLE = re.compile(r"^gpudirect-rdma-verify: topology unreadable: (.*)$", re.MULTILINE)
 # Relations whose path stays below the CPU: the GPU and the NIC share a PCIe switch.
 SAME_SWITCH = ("PIX", "PXB")
 _MEANS = {
@@ -201,45 +211,48 @@ def nic_table(devices: list[dict]) -> list[str]:
 def path_finding(side: str, path: dict) -> str | None:
     """What is wrong with a side's GPU-NIC path, with what to do; None for PIX or PXB."""
     relation = path["relation"]
-    if relation in SAME_SWITCH:
-        return None
     nic = path.get("nic") or "the rail's NIC"
     gpu = f"GPU {path['gpu']}" + (f" ({path['bus_id']})" if path.get("bus_id") else "")
+    if path.get("disagreement"):
+        return (
+            f"{side}: the pod paired {nic} with {gpu} {relation}, but in the matrix the pod "
+            f"printed {path['disagreement']}: the pod's reading of `nvidia-smi topo -m` and the "
+            "collection's disagree, so the pairing cannot be judged (keep the pods with "
+            "verify_keep_pods and report their logs)"
+        )
+    if relation in SAME_SWITCH:
+        return None
     if relation in _MEANS:
-        if path["closest"] == relation:
-            why = (
-                f"no GPU of the node shares a PCIe switch with {nic}: the NIC sits on a root "
-                "port of its own (its slot, or the BIOS's PCIe bifurcation), so GPUDirect "
-                "traffic crosses the CPU"
-            )
-        else:
-            why = (
-                f"a GPU {path['closest']} to {nic} exists but another rail took it: give the "
-                "pods more GPUs (verify_gpus) or test fewer rails"
-            )
-        return f"{side}: {gpu} reaches {nic} through {relation} ({_MEANS[relation]}): {why}"
-    cause = path.get("topology_error") or "the pod printed no `nvidia-smi topo -m` matrix"
+        return (
+            f"{side}: {gpu} reaches {nic} through {relation} ({_MEANS[relation]}): no GPU the "
+            f"pod holds shares a PCIe switch with {nic}. If the node has more GPUs than the pod "
+            "was given, give it every one (verify_gpus: 0); otherwise the NIC sits on a root "
+            "port of its own (its slot, or the BIOS's PCIe bifurcation), so GPUDirect traffic "
+            "crosses the CPU"
+        )
     return (
-        f"{side}: whether {gpu} shares a PCIe switch with {nic} is unknown: {cause} (is "
-        "nvidia-smi in the image and the GPU Operator's toolkit injecting it?)"
+        f"{side}: whether {gpu} shares a PCIe switch with {nic} is unknown: "
+        f"{path.get('why') or 'the pod printed no pairing'} (is nvidia-smi in the image and the "
+        "GPU Operator's toolkit injecting it?)"
     )
 
 
 def report(
     plan: dict,
     runs: list[dict],
-    min_gbps: float,
+    min_gbps: float | None,
     devices: list[dict] | None = None,
     allow_cross_switch: bool = False,
     findings: list[dict] | None = None,
 ) -> dict:
     """runs: per rail of each group {group, rail, server_node, client_node, server_log,
-    client_log, server_path, client_path} (runs_from_logs). A pair passes when both sides
-    parsed, the client's average reaches min_gbps, GPU memory was used the way the plan says
-    (dmabuf or peermem), and on both sides the GPU and the NIC share a PCIe switch (PIX or PXB;
-    with allow_cross_switch other paths are warnings). devices: the NicDevice objects, whose
-    state on the tested nodes the report shows (nic_devices). findings: the host checks
-    (host_findings); one that failed fails the report."""
+    client_log, server_path, client_path, server_rate, client_rate} (runs_from_logs). A pair
+    passes when both sides parsed, the client's average reaches the pair's floor (min_gbps when
+    set, else derived from the ports' rates: floors.pair_floor), GPU memory was used the way
+    the plan says (dmabuf or peermem), and on both sides the GPU and the NIC share a PCIe switch
+    (PIX or PXB; with allow_cross_switch other paths are warnings). devices: the NicDevice
+    objects, whose state on the tested nodes the report shows (nic_devices). findings: the host
+    checks (host_findings); one that failed fails the report."""
     pairs = []
     for run in runs:
         view = group_view(plan, run["group"])
@@ -252,14 +265,22 @@ def report(
             "resource": rail["node_resource"],
             "server_node": run["server_node"],
             "client_node": run["client_node"],
+            "server_port_gbps": run.get("server_rate"),
+            "client_port_gbps": run.get("client_rate"),
         }
+        floor = floors.pair_floor(
+            min_gbps, {side: run.get(f"{side}_rate") for side in ("server", "client")}
+        )
+        pair["floor_gbps"], pair["floor"] = floor["gbps"], floor["why"]
         problems, warnings = [], []
         for side in ("server", "client"):
             path = run.get(f"{side}_path") or gpu_path(pod_log(""), run["rail"])
             pair[f"{side}_gpu"] = path
             finding = path_finding(side, path)
-            if finding and allow_cross_switch:
+            if finding and allow_cross_switch and not path.get("disagreement"):
                 warnings.append(finding)
+            elif finding and path.get("disagreement"):
+                problems.append(finding)
             elif finding:
                 problems.append(finding + "; set verify_allow_cross_switch: true to accept it")
         sides = {}
@@ -287,10 +308,10 @@ def report(
                     )
                 }
             )
-            if client["bw_average_gbps"] < min_gbps:
+            if client["bw_average_gbps"] < floor["gbps"]:
                 problems.append(
-                    f"average {client['bw_average_gbps']} Gb/s is below the "
-                    f"threshold of {min_gbps} Gb/s"
+                    f"average {client['bw_average_gbps']} Gb/s is below the floor of "
+                    f"{floor['gbps']:g} Gb/s ({floor['why']})"
                 )
         for side, result in sides.items():
             used = result["gpu_memory"]
@@ -401,8 +422,8 @@ def table(pairs: list[dict]) -> list[str]:
     nodes = max(nodes, 16) + 2
     lines = [
         f"{group}{'rail':<5}{'server -> client':<{nodes}}{'NIC':<9}{'link':<10}{'GID':<5}"
-        f"{'server GPU':<14}{'client GPU':<14}{'avg Gb/s':>10}{'peak Gb/s':>11}{'Mpps':>10}  "
-        f"{'GPU memory':<11}result"
+        f"{'server GPU':<14}{'client GPU':<14}{'avg Gb/s':>10}{'floor Gb/s':>12}"
+        f"{'peak Gb/s':>11}{'Mpps':>10}  {'GPU memory':<11}result"
     ]
     notes = []
     for p in pairs:
@@ -413,14 +434,24 @@ def table(pairs: list[dict]) -> list[str]:
             f"{p.get('device') or '-':<9}{p.get('link_type') or '-':<10}"
             f"{'-' if p.get('gid_index') is None else p['gid_index']:<5}"
             f"{_path_cell(p.get('server_gpu')):<14}{_path_cell(p.get('client_gpu')):<14}"
-            f"{p.get('bw_average_gbps', '-'):>10}{p.get('bw_peak_gbps', '-'):>11}"
+            f"{p.get('bw_average_gbps', '-'):>10}{p.get('floor_gbps', '-'):>12}"
+            f"{p.get('bw_peak_gbps', '-'):>11}"
             f"{p.get('msg_rate_mpps', '-'):>10}  {p.get('gpu_memory') or '-':<11}"
             + ("pass" if p["passed"] else "FAIL")
             + (" (warnings)" if p["passed"] and p.get("warnings") else "")
         )
         notes += [f"{where} FAIL: {problem}" for problem in p["problems"]]
         notes += [f"{where} warning: {warning}" for warning in p.get("warnings", [])]
-    return lines + ([""] + notes if notes else [])
+    reasons: dict[tuple, list[str]] = {}
+    for p in pairs:
+        where = (f"group {p['group']} " if "group" in p else "") + f"rail {p['rail']}"
+        reasons.setdefault((p.get("floor_gbps"), p.get("floor")), []).append(where)
+    why = [
+        f"floor {gbps:g} Gb/s: {reason} ({', '.join(where)})"
+        for (gbps, reason), where in reasons.items()
+        if gbps is not None
+    ]
+    return lines + ([""] + why if why else []) + ([""] + notes if notes else [])
 
 
 def server_addresses(plan: dict, servers: list[dict]) -> list[str]:
@@ -471,53 +502,106 @@ def eligible_nodes(plan: dict, nodes: list[dict]) -> tuple[list[str], dict[str, 
 
 
 def pod_log(log: str) -> dict:
-    """A test pod's log taken apart: the topology matrix it printed (parsed by the
-    gpu_nic_topology filter's code; None when there is none, with topology_error when it did
-    not parse), and per rail the pair the script chose (NIC, GPU index, PCI bus id, the relation
-    the script read) and the rail's ib_write_bw output with its exit status."""
-    topology, topology_error = None, None
+    """A test pod's log taken apart: per rail the GPU the script chose and how (its pairing
+    line: NIC, PF, GPU, relation, shared with, source; the rail line's PCI bus id), and the
+    rail's ib_write_bw output with its exit status; the matrix it printed, the script's error
+    reading it, and what topology.pair_rails reads in that matrix for the same rails (check:
+    None when it agrees with the script, else what it found)."""
     found = _TOPOLOGY.search(log)
-    if found:
-        try:
-            topology = parse_topology(found[1])
-        except TopologyError as error:
-            topology_error = str(error)
+    matrix = found[1] if found else None
+    unreadable = _UNREADABLE.search(log)
     rails: dict[int, dict] = {}
+    for match in _PAIRING.finditer(log):
+        rails[int(match["rail"])] = {
+            "rail": int(match["rail"]),
+            "nic": match["nic"],
+            "pf": None if match["pf"] == "-" else match["pf"],
+            "found_as": None if match["found"] == "-" else match["found"],
+            "gpu": int(match["gpu"]),
+            "relation": match["relation"],
+            "shared_with": None if match["shared"] == "-" else int(match["shared"]),
+            "source": match["source"],
+        }
     for line in log.splitlines():
         chosen = _RAIL_LINE.match(line)
         if chosen:
-            rails[int(chosen["rail"])] = {
-                "nic": chosen["nic"],
-                "gpu": int(chosen["gpu"]),
-                "bus_id": None if chosen["bus"] == "?" else chosen["bus"],
-                "relation": chosen["relation"],
-            }
+            rails.setdefault(int(chosen["rail"]), {}).update(
+                bus_id=None if chosen["bus"] == "?" else chosen["bus"]
+            )
     for output in _OUTPUT.finditer(log):
         rails.setdefault(int(output[1]), {}).update(output=output[2], exit=int(output[3]))
-    return {"topology": topology, "topology_error": topology_error, "rails": rails}
+    return {
+        "matrix": matrix,
+        "topology_error": unreadable[1] if unreadable else None,
+        "rails": rails,
+        "checks": _cross_check(matrix, rails),
+    }
+
+
+def _cross_check(matrix: str | None, rails: dict[int, dict]) -> dict[int, str]:
+    """Per rail where they differ, what topology.pair_rails reads in the pod's matrix against
+    what the pod's script decided from it (the two readings of one format must agree)."""
+    decided = [rails[r] for r in sorted(rails) if "source" in rails[r]]
+    if matrix is None or not decided:
+        return {}
+    try:
+        expected = topology.pair_rails(
+            topology.parse(matrix), [(rail["nic"], rail["pf"]) for rail in decided]
+        )
+    except topology.TopologyError as error:
+        return {
+            rail["rail"]: f"the collection reads no pairing in it ({error})"
+            for rail in decided
+            if rail["source"] == "matrix"
+        }
+    checks = {}
+    for rail, wanted in zip(decided, expected, strict=True):
+        mine = (rail["gpu"], rail["relation"]) if rail["source"] == "matrix" else (None, "unknown")
+        if mine != (wanted["gpu"], wanted["relation"]):
+            theirs = (
+                f"GPU {wanted['gpu']} {wanted['relation']}"
+                if wanted["gpu"] is not None
+                else "no GPU for it"
+            )
+            checks[rail["rail"]] = f"the collection reads {theirs} in it"
+    return checks
 
 
 def gpu_path(log: dict, rail: int) -> dict:
-    """The GPU a side's rail used and its path to the rail's NIC: relation from the matrix
-    (unknown without one), and closest, the best relation any GPU of the node has to that NIC."""
+    """The GPU a side's rail used and its path to the rail's NIC, as the pod decided and
+    printed it (relation unknown where the pod read no matrix); why, for an unknown path; and
+    disagreement, where topology.pair_rails reads the pod's matrix otherwise."""
     chosen = log["rails"].get(rail) or {}
     path = {
         "gpu": chosen.get("gpu"),
         "bus_id": chosen.get("bus_id"),
         "nic": chosen.get("nic"),
-        "relation": "unknown",
-        "closest": "unknown",
+        "relation": chosen.get("relation") or "unknown",
+        "source": chosen.get("source"),
     }
-    nics = {n["name"]: n["gpus"] for n in (log["topology"] or {}).get("nics", [])}
-    gpus = nics.get(chosen.get("nic"))
-    if gpus:
-        path["closest"] = gpus[0]["relation"]
-        path["relation"] = next(
-            (g["relation"] for g in gpus if g["index"] == chosen.get("gpu")), "unknown"
-        )
-    if log["topology_error"]:
-        path["topology_error"] = log["topology_error"]
+    for key in ("pf", "found_as", "shared_with"):
+        if chosen.get(key) is not None:
+            path[key] = chosen[key]
+    if path["relation"] == "unknown":
+        path["why"] = _unknown_path(log, chosen)
+    if rail in log["checks"]:
+        path["disagreement"] = log["checks"][rail]
     return path
+
+
+def _unknown_path(log: dict, chosen: dict) -> str:
+    how = {
+        "numa": "the script took the first GPU on the NIC's NUMA node",
+        "first": "the script took GPU 0",
+    }.get(chosen.get("source"), "the script chose no GPU")
+    if log["topology_error"]:
+        return f"the pod's `nvidia-smi topo -m` did not read: {log['topology_error']}; {how}"
+    if log["matrix"] is None:
+        return f"the pod printed no `nvidia-smi topo -m` matrix; {how}"
+    if not chosen:
+        return "the pod stopped before it chose a GPU for the rail"
+    pf = f" nor its PF {chosen['pf']}" if chosen.get("pf") else ""
+    return f"{chosen['nic']}{pf} is not in the pod's `nvidia-smi topo -m` matrix; {how}"
 
 
 def gpu_counts(nodes: list[dict]) -> dict[str, int]:
@@ -565,5 +649,7 @@ def runs_from_logs(plan: dict, logs: dict[str, str], pairs: list[list[str]]) -> 
                 output = (split[role]["rails"].get(index) or {}).get("output")
                 run[f"{role}_log"] = raw[role] if output is None else output
                 run[f"{role}_path"] = gpu_path(split[role], index)
+                rate = (host_checks.facts(raw[role]).get(f"rail{index}-rate") or [None])[0]
+                run[f"{role}_rate"] = floors.port_rate(rate)
             runs.append(run)
     return runs

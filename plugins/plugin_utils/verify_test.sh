@@ -2,19 +2,24 @@
 # The GPUDirect RDMA bandwidth test, run inside each verification pod (one server pod and one
 # client pod per node group, each holding every rail of its node). For each rail (net1, net2, ...)
 # it finds the RDMA device behind the interface, the RoCEv2 IPv4 GID index on Ethernet (never
-# assumed), and the GPU closest to that device on the PCIe tree (nvidia-smi topo -m: PIX, then
-# PXB, PHB, NODE, SYS; a GPU no earlier rail took first), then runs one ib_write_bw per rail with
-# GPU memory, all rails at once, and prints each rail's output between markers.
+# assumed), and the rail's GPU: pair_rails below reads `nvidia-smi topo -m` by the rule of
+# plugins/plugin_utils/topology.py (the closest GPU, PIX then PXB, PHB, NODE, SYS; of several as
+# close, one no earlier rail took; a VF the matrix does not list is found by its PF). It then runs
+# one ib_write_bw per rail with GPU memory, all rails at once, and prints each rail's output
+# between markers.
 #
-# Before the traffic it prints, read-only, what the host checks judge ("fact" lines): the kernel
-# command line, the GPU driver's flavour, whether nvidia_peermem is loaded, and per rail the
-# port's state, the interface's MTU and the ACS control of each PCIe bridge between the rail's
-# GPU and NIC (lspci; unknown where lspci is missing or may not read the capability).
+# Before the traffic it prints, read-only, what the host checks judge ("fact" lines), each read
+# from the kernel's own state: the kernel command line, the boot log's IOMMU line, the GPU
+# driver's flavour, whether nvidia_peermem is loaded, and per rail the port's state and rate, the
+# interface's MTU, the IOMMU group type of the rail's GPU and NIC, and the ACS control of each
+# PCIe bridge between them (lspci; unknown where lspci is missing or may not read the
+# capability).
 #
-# Environment: ROLE (server|client), RAILS (how many), GPU_MEMORY (dmabuf|peermem), SIZE, QPS,
-# DURATION, PORT (rail N listens on PORT+N), SERVER_IPS (client only: one address per rail,
+# Environment: ROLE (server|client|facts), RAILS (how many), GPU_MEMORY (dmabuf|peermem), SIZE,
+# QPS, DURATION, PORT (rail N listens on PORT+N), SERVER_IPS (client only: one address per rail,
 # comma-separated), PERFTEST (the ib_write_bw binary), SYSFS (default /sys), PROC (default
-# /proc).
+# /proc). ROLE=facts prints the facts, the matrix and the pairing of every RDMA device of the
+# node, and runs no traffic (what make test-gpu runs on a GPU machine).
 set -euo pipefail
 SYSFS="${SYSFS:-/sys}"
 PROC="${PROC:-/proc}"
@@ -69,23 +74,120 @@ find_device() {
   exit 3
 }
 
-# The GPUs by their path to RDMA device $1, closest first: "index relation" lines, read off the
-# topology matrix (columns split by tabs or spaces; NICs named in the NIC Legend or as columns).
-gpus_by_distance() {
-  awk -v device="$1" '
-    BEGIN { rank["PIX"] = 1; rank["PXB"] = 2; rank["PHB"] = 3; rank["NODE"] = 4; rank["SYS"] = 5 }
-    !header && $1 ~ /^GPU[0-9]+$/ { header = 1; for (i = 1; i <= NF; i++) column[i] = $i; next }
-    header && $1 ~ /^GPU[0-9]+$/ { rows[$1] = $0; next }
-    $1 ~ /^NIC[0-9]+:$/ { name = $1; sub(":", "", name); legend[name] = $2 }
-    END {
-      for (i in column) if (column[i] == device || legend[column[i]] == device) at = i + 1
-      if (!at) exit
-      for (gpu in rows) {
-        split(rows[gpu], field)
-        if (field[at] in rank) printf "%d %d %s\n", rank[field[at]], substr(gpu, 4), field[at]
-      }
-    }' | sort -k1,1n -k2,2n | awk '{ print $2, $3 }'
+# Each rail's GPU from the matrix on stdin; $1: the rails' "<device>:<its PF's device or ->",
+# comma-separated, in rail order. Prints "error <message>", or per rail
+# "<rail> <gpu or -> <relation> <shared with rail or -> <the NIC it was found as, or ->".
+# The program between the PAIR_RAILS markers is what the contract test runs beside topology.py.
+read -r -d '' PAIR_RAILS <<'PAIR_RAILS' || true
+# pair_rails: the same rule as plugins/plugin_utils/topology.py (parse, then pair_rails), which
+# says it in full; the contract test requires the same answers and messages of both.
+# Input: the matrix; -v rails="<device>:<pf or ->,..." in rail order.
+# Output: "error <message>", or per rail "<rail> <gpu or -> <relation> <shared-with or -> <nic or ->".
+function fail(message) { print "error " message; failed = 1; exit }
+function trim(s) { sub(/^[ \t\r\n\v\f]+/, "", s); sub(/[ \t\r\n\v\f]+$/, "", s); return s }
+# The cells of line into out[1..n], as topology._cells: at tabs (empties kept) or at blanks.
+function cells(line, out,   n, i) {
+  if (index(line, "\t")) {
+    n = split(line, out, "\t")
+    for (i = 1; i <= n; i++) out[i] = trim(out[i])
+    return n
+  }
+  return split(line, out, " ")
 }
+function is_title(s) { return s == "CPU Affinity" || s == "NUMA Affinity" || s == "GPU NUMA ID" }
+function joined(list, n,   i, s) { s = list[1]; for (i = 2; i <= n; i++) s = s ", " list[i]; return s }
+BEGIN { relations = "PIX PXB PHB NODE SYS"; split(relations, order, " ")
+  for (i = 1; i <= 5; i++) rank[order[i]] = i
+  relations_shown = "PIX, PXB, PHB, NODE, SYS" }
+{ line = $0; sub(/\r$/, "", line); gsub(/\033\[[0-9;]*[A-Za-z]/, "", line); text[++lines] = line }
+END {
+  if (failed) exit
+  start = 0
+  for (l = 1; l <= lines && !start; l++) {
+    n = cells(text[l], c); first = ""
+    for (i = 1; i <= n; i++) if (c[i] != "") { first = c[i]; break }
+    if (first == "GPU0") start = l
+  }
+  if (!start) fail("expected the matrix of `nvidia-smi topo -m` (a header line starting with GPU0); found " (lines ? lines " line(s) without one" : "no output"))
+  # The header's titles: non-empty cells; in a pasted copy the words of a title joined again.
+  n = cells(text[start], c); titles = 0; tabs = index(text[start], "\t")
+  for (i = 1; i <= n; i++) {
+    if (c[i] == "") continue
+    if (!tabs && c[i] == "CPU" && c[i + 1] == "Affinity") { title[++titles] = "CPU Affinity"; i++; continue }
+    if (!tabs && c[i] == "NUMA" && c[i + 1] == "Affinity") { title[++titles] = "NUMA Affinity"; i++; continue }
+    if (!tabs && c[i] == "GPU" && c[i + 1] == "NUMA" && c[i + 2] == "ID") { title[++titles] = "GPU NUMA ID"; i += 2; continue }
+    title[++titles] = c[i]
+  }
+  devices = 0; seen_title = 0
+  for (i = 1; i <= titles; i++) {
+    if (is_title(title[i])) { seen_title = 1; continue }
+    if (seen_title) fail("header cell '" title[i] "' follows the affinity columns: the output is not from `nvidia-smi topo -m`")
+    device[++devices] = title[i]; column[title[i]] = devices
+  }
+  complete = 0; rows = 0
+  for (l = start + 1; l <= lines; l++) {
+    if (text[l] ~ /^[ \t\r\n\v\f]*$/) { if (rows) { complete = 1; break }; continue }
+    n = cells(text[l], c); label = c[1]
+    if (!(label in column)) fail("a row of the matrix starts with '" label "', which is no column of the header (" joined(device, devices) "): the output is not from `nvidia-smi topo -m`")
+    rows++; has_row[label] = 1; width[label] = n - 1
+    for (i = 2; i <= n; i++) cell[label, i - 1] = c[i]
+  }
+  missing = 0; unknown = ""
+  for (d = 1; d <= devices; d++) if (!(device[d] in has_row)) {
+    lost[++missing] = device[d]
+    if (unknown == "" && device[d] !~ /^GPU[0-9]+$/ && device[d] !~ /^NIC[0-9]+$/) unknown = device[d]
+  }
+  if (missing && unknown != "" && complete) fail("header cell '" unknown "' is neither a device with a row of its own nor one of CPU Affinity, NUMA Affinity, GPU NUMA ID")
+  if (missing) fail("no row for " joined(lost, missing) ": the output is cut short or not from `nvidia-smi topo -m`")
+  for (d = 1; d <= devices; d++) {
+    label = device[d]; filled = 0
+    for (i = 1; i <= devices && i <= width[label]; i++) if (cell[label, i] != "") filled++
+    if (width[label] < devices || filled < devices) fail("row " label " has " filled " cell(s), expected " devices " (one per device in the header): the output is cut short or not from `nvidia-smi topo -m`")
+  }
+  for (l = start; l <= lines; l++) if (text[l] ~ /^[ \t]*NIC[0-9]+[ \t]*:[ \t]*[^ \t]+[ \t]*$/) {
+    entry = text[l]; gsub(/[ \t]/, "", entry); split(entry, kv, ":"); legend[kv[1]] = kv[2]
+  }
+  gpus = 0; nics = 0
+  for (d = 1; d <= devices; d++) {
+    if (device[d] ~ /^GPU[0-9]+$/) { gpu[++gpus] = device[d]; continue }
+    nic[++nics] = device[d]
+    if (device[d] ~ /^NIC[0-9]+$/) {
+      if (!(device[d] in legend)) fail("column " device[d] " has no entry in the NIC Legend (expected a line such as '" device[d] ": mlx5_0' below the matrix; the output may be cut short)")
+      name[device[d]] = legend[device[d]]
+    } else name[device[d]] = device[d]
+  }
+  for (g = 1; g <= gpus; g++) for (d = 1; d <= devices; d++) {
+    value = cell[gpu[g], d]
+    if (device[d] ~ /^GPU[0-9]+$/) {
+      if (value != "X" && !(value in rank) && value !~ /^NV[0-9]+$/) fail(gpu[g] " to " device[d] ": got '" value "'; expected X, NV<n> or one of " relations_shown)
+    } else if (!(value in rank)) fail(gpu[g] " to " name[device[d]] " (" device[d] "): got '" value "'; expected one of " relations_shown)
+  }
+  if (!nics) fail("the matrix has no NIC column: nvidia-smi sees no NIC on this node")
+  for (x = 1; x <= nics; x++) by_name[name[nic[x]]] = column[nic[x]]
+  count = split(rails, rail, ",")
+  for (r = 1; r <= count; r++) {
+    split(rail[r], parts, ":"); wanted = ""
+    if (parts[1] in by_name) wanted = parts[1]
+    else if (parts[2] != "-" && parts[2] in by_name) wanted = parts[2]
+    if (wanted == "") { print (r - 1) " - unknown - -"; continue }
+    at = by_name[wanted]; best = 6
+    for (g = 1; g <= gpus; g++) if (rank[cell[gpu[g], at]] < best) best = rank[cell[gpu[g], at]]
+    # GPUs as close as the closest, by index: the first free one, else the first (shared).
+    pick = ""; first = ""
+    for (index_ = 0; index_ <= 1023 && pick == ""; index_++) {
+      label = "GPU" index_
+      if (!(label in column) || rank[cell[label, at]] != best) continue
+      if (first == "") first = index_
+      if (!(index_ in taken)) pick = index_
+    }
+    shared = "-"
+    if (pick == "") { pick = first; shared = taken[pick] }
+    else taken[pick] = r - 1
+    print (r - 1) " " pick " " order[best] " " shared " " wanted
+  }
+}
+PAIR_RAILS
+pair_rails() { awk -v rails="$1" "${PAIR_RAILS}"; }
 
 # The PCI addresses on the sysfs path of device path $1 (root port first, the device last).
 pci_chain() {
@@ -126,7 +228,37 @@ acs_facts() {
   done
 }
 
+# The sysfs name of a PCI address as nvidia-smi prints it: 00000000:1A:00.0 is 0000:1a:00.0.
+sysfs_bdf() { echo "${1:4}" | tr 'A-F' 'a-f'; }
+
+# "fact iommu-group <what> <address> <type>": the domain type of the device's IOMMU group, as the
+# kernel says it (identity: DMA passes untranslated; DMA or DMA-FQ: translated); none when the
+# device is in no IOMMU group.
+iommu_fact() {
+  local group="${SYSFS}/bus/pci/devices/$2/iommu_group"
+  if [ -e "${group}" ]; then
+    say "fact iommu-group $1 $2 $(cat "${group}/type" 2>/dev/null || echo unknown)"
+  else
+    say "fact iommu-group $1 $2 none"
+  fi
+}
+
+# The RDMA device of the PF of RDMA device $1 when $1 is a VF (the matrix may list PFs only).
+pf_of() {
+  local physfn="${SYSFS}/class/infiniband/$1/device/physfn" name
+  if [ -e "${physfn}" ]; then
+    for name in "$(readlink -f "${physfn}")"/infiniband/*; do
+      if [ -e "${name}" ]; then
+        echo "${name##*/}"
+        return
+      fi
+    done
+  fi
+}
+
 say "fact cmdline $(cat "${PROC}/cmdline" 2>/dev/null || echo unknown)"
+boot_iommu="$(dmesg 2>/dev/null | grep -m1 -o 'iommu: Default domain type: .*' || true)"
+say "fact iommu-boot ${boot_iommu:-unknown (the boot log is not readable here)}"
 say "fact gpu-driver $(head -n1 "${PROC}/driver/nvidia/version" 2>/dev/null || echo unknown)"
 if [ -d "${SYSFS}/module/nvidia_peermem" ]; then
   say "fact peermem loaded"
@@ -139,19 +271,27 @@ addresses=()
 devices=()
 gid_indexes=()
 layers=()
-for ((rail = 0; rail < RAILS; rail++)); do
-  find_device "net$((rail + 1))"
-  addresses+=("${address}") devices+=("${device}") gid_indexes+=("${gid_index}")
-  layers+=("${link_layer}")
-  ports+=($((${PORT:-10000} + rail)))
-done
+if [ "${ROLE}" = facts ]; then
+  for path in "${SYSFS}"/class/infiniband/*; do
+    if [ -e "${path}" ]; then devices+=("${path##*/}"); fi
+  done
+  RAILS="${#devices[@]}"
+  say "facts: ${RAILS} RDMA device(s) on this node: ${devices[*]:-none}"
+else
+  for ((rail = 0; rail < RAILS; rail++)); do
+    find_device "net$((rail + 1))"
+    addresses+=("${address}") devices+=("${device}") gid_indexes+=("${gid_index}")
+    layers+=("${link_layer}")
+    ports+=($((${PORT:-10000} + rail)))
+  done
+fi
 
 topology=""
 buses=()
 if command -v nvidia-smi >/dev/null 2>&1; then
   topology="$(nvidia-smi topo -m 2>/dev/null || true)"
   while IFS=', ' read -r index bus; do
-    buses[index]="${bus}"
+    if [ -n "${bus}" ]; then buses[index]="${bus}"; fi
   done < <(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>/dev/null || true)
 fi
 if [ -n "${topology}" ]; then
@@ -159,44 +299,64 @@ if [ -n "${topology}" ]; then
   echo "${topology}"
   say "topology end"
 fi
+for index in "${!buses[@]}"; do
+  iommu_fact "gpu${index}" "$(sysfs_bdf "${buses[index]}")"
+done
+
+# Each rail's GPU, decided once, here, from the matrix (pair_rails); the report judges it as is.
+pfs=()
+spec=""
+for ((rail = 0; rail < RAILS; rail++)); do
+  pf="$(pf_of "${devices[rail]}")"
+  pfs+=("${pf:--}")
+  spec+="${spec:+,}${devices[rail]}:${pf:--}"
+done
+pairing=()
+if [ -n "${topology}" ]; then
+  decided="$(pair_rails "${spec}" <<<"${topology}")"
+  if [ "${decided%% *}" = error ]; then
+    say "topology unreadable: ${decided#error }"
+  elif [ -n "${decided}" ]; then
+    mapfile -t pairing <<<"${decided}"
+  fi
+fi
 
 IFS=, read -r -a server_ips <<<"${SERVER_IPS:-}"
 work="$(mktemp -d)"
-taken=" "
 pids=()
 for ((rail = 0; rail < RAILS; rail++)); do
-  gpu="" relation="unknown"
-  if [ -n "${topology}" ]; then
-    # The closest GPU; of several as close, the first no earlier rail took.
-    candidates=() paths=()
-    while read -r index path; do
-      candidates+=("${index}") paths+=("${path}")
-    done < <(gpus_by_distance "${devices[rail]}" <<<"${topology}")
-    for ((i = 0; i < ${#candidates[@]}; i++)); do
-      if [ "${paths[i]}" != "${paths[0]}" ]; then break; fi
-      if [[ "${taken}" != *" ${candidates[i]} "* ]]; then
-        gpu="${candidates[i]}" relation="${paths[i]}"
-        break
-      fi
-    done
-    if [ -z "${gpu}" ] && [ "${#candidates[@]}" -gt 0 ]; then
-      gpu="${candidates[0]}" relation="${paths[0]}"
-    fi
-  elif [ "${#buses[@]}" -gt 0 ]; then
-    # No topology matrix: the first GPU on the NIC's NUMA node.
+  gpu="" relation="unknown" shared="-" found_as="-" source="none"
+  if [ "${#pairing[@]}" -gt "${rail}" ]; then
+    read -r _ gpu relation shared found_as <<<"${pairing[rail]}"
+    if [ "${gpu}" = - ]; then gpu=""; else source="matrix"; fi
+  fi
+  if [ -z "${gpu}" ] && [ "${#buses[@]}" -gt 0 ]; then
+    # No GPU from the matrix: the first GPU on the NIC's NUMA node (the path stays unknown).
     nic_numa="$(cat "${SYSFS}/class/infiniband/${devices[rail]}/device/numa_node" 2>/dev/null ||
       echo -1)"
     for index in "${!buses[@]}"; do
-      # nvidia-smi says 00000000:17:00.0, sysfs 0000:17:00.0
-      bus_dir="${SYSFS}/bus/pci/devices/$(echo "${buses[index]:4}" | tr 'A-F' 'a-f')"
+      bus_dir="${SYSFS}/bus/pci/devices/$(sysfs_bdf "${buses[index]}")"
       if [ "$(cat "${bus_dir}/numa_node" 2>/dev/null || echo -2)" = "${nic_numa}" ]; then
-        gpu="${index}"
+        gpu="${index}" source="numa"
         break
       fi
     done
   fi
-  gpu="${gpu:-0}"
-  taken+="${gpu} "
+  if [ -z "${gpu}" ]; then gpu=0 source="${source/none/first}"; fi
+  say "pairing rail ${rail} nic ${devices[rail]} pf ${pfs[rail]} found-as ${found_as}" \
+    "gpu ${gpu} relation ${relation} shared ${shared} source ${source}"
+  nic_bdf="$(readlink -f "${SYSFS}/class/infiniband/${devices[rail]}/device" 2>/dev/null || true)"
+  if [ -n "${nic_bdf}" ]; then iommu_fact "rail${rail}-nic" "${nic_bdf##*/}"; fi
+  state="$(cut -d: -f2 "${SYSFS}/class/infiniband/${devices[rail]}/ports/1/state" 2>/dev/null || echo unknown)"
+  say "fact rail${rail}-link ${state# }"
+  say "fact rail${rail}-rate $(cat "${SYSFS}/class/infiniband/${devices[rail]}/ports/1/rate" 2>/dev/null || echo unknown)"
+  if [ -n "${buses[gpu]:-}" ]; then
+    acs_facts "${rail}" "${buses[gpu]}" "${devices[rail]}"
+  else
+    say "fact rail${rail}-acs unknown no GPU bus id (nvidia-smi)"
+  fi
+  if [ "${ROLE}" = facts ]; then continue; fi
+  say "fact rail${rail}-mtu $(cat "${SYSFS}/class/net/net$((rail + 1))/mtu" 2>/dev/null || echo unknown)"
   args=(-F --report_gbits -s "${SIZE:-65536}" -q "${QPS:-16}" -D "${DURATION:-30}" -m 4096
     -d "${devices[rail]}" -p "${ports[rail]}" --source_ip "${addresses[rail]}")
   if [ -n "${gid_indexes[rail]}" ]; then
@@ -215,17 +375,10 @@ for ((rail = 0; rail < RAILS; rail++)); do
   fi
   say "rail ${rail} ${ROLE} on ${devices[rail]} (${layers[rail]}) ${addresses[rail]}" \
     "GPU ${gpu} ${buses[gpu]:-?} ${relation}: ${PERFTEST:-ib_write_bw} ${args[*]}"
-  state="$(cut -d: -f2 "${SYSFS}/class/infiniband/${devices[rail]}/ports/1/state" 2>/dev/null || echo unknown)"
-  say "fact rail${rail}-link ${state# }"
-  say "fact rail${rail}-mtu $(cat "${SYSFS}/class/net/net$((rail + 1))/mtu" 2>/dev/null || echo unknown)"
-  if [ -n "${buses[gpu]:-}" ]; then
-    acs_facts "${rail}" "${buses[gpu]}" "${devices[rail]}"
-  else
-    say "fact rail${rail}-acs unknown no GPU bus id (nvidia-smi)"
-  fi
   "${PERFTEST:-ib_write_bw}" "${args[@]}" >"${work}/rail${rail}.log" 2>&1 &
   pids+=($!)
 done
+if [ "${ROLE}" = facts ]; then exit 0; fi
 
 failed=0
 for ((rail = 0; rail < RAILS; rail++)); do

@@ -147,7 +147,7 @@ def test_a_failed_bandwidth_test_leaves_its_pods_logs_and_statuses(
     )
     assert result.returncode != 0
     output = " ".join(result.stdout.split())
-    assert "average 42.5 Gb/s is below the threshold of 100.0 Gb/s" in output
+    assert "average 42.5 Gb/s is below the floor of 100 Gb/s (verify_min_gbps)" in output
     archive = printed(output, tmp_path / "gpudirect-rdma-diagnostics")
     assert f"Diagnostics: {archive}" in output
     assert verify_pods_left(core) == [], "the pods are removed after the diagnostics"
@@ -157,7 +157,7 @@ def test_a_failed_bandwidth_test_leaves_its_pods_logs_and_statuses(
     assert (
         summary["failure"]["task"] == "Check that every pair moved GPU memory at the expected rate"
     )
-    assert "below the threshold" in summary["failure"]["message"]
+    assert "below the floor" in summary["failure"]["message"]
     pods = {p["metadata"]["name"]: p["status"]["phase"] for p in yaml.safe_load(files["pods.yaml"])}
     assert pods == {
         "gpudirect-rdma-verify-server": "Succeeded",

@@ -1,8 +1,9 @@
 """verify.yml end to end on the local control plane: the simulator plays Multus and the kubelet,
 runs the pods' own script on a made-up node (sysfs, `nvidia-smi topo -m` from the node's
-hardware, an ib_write_bw stand-in shaped like real runs) and serves its logs. A passing pair, a
-pair below the threshold, a pair without GPU memory, eight rails each on the GPU next to its NIC,
-a NIC no GPU shares a switch with; the pods are gone after each run. And the test pods of all
+hardware as the real tool writes it, an ib_write_bw stand-in shaped like real runs) and serves
+its logs. A passing pair, a pair below its floor (set, or from the ports' rate), a pair without
+GPU memory, eight rails each on the GPU next to its NIC, a NIC no GPU shares a switch with, a
+faster fabric that asks for more; the pods are gone after each run. And the test pods of all
 example configurations are accepted by the API server as they are."""
 
 from __future__ import annotations
@@ -77,7 +78,12 @@ def test_a_passing_pair(shared_device_roce, run_playbook, core, tmp_path):
         "Ethernet",
         3,
     )
-    assert "every pair reached 150 Gb/s with GPU memory (dmabuf)" in result.stdout
+    assert "every pair reached its floor (150 Gb/s) with GPU memory (dmabuf)" in result.stdout
+    assert (pair["floor_gbps"], pair["floor"]) == (150, "verify_min_gbps")
+    # The pods read the fake nodes' 200 Gb/s ports; the pairing as the pod decided it.
+    assert (pair["server_port_gbps"], pair["client_port_gbps"]) == (200, 200)
+    assert (pair["server_gpu"]["source"], pair["server_gpu"]["relation"]) == ("matrix", "PIX")
+    assert "disagreement" not in pair["server_gpu"]
     assert verify_pods_left(core) == []
     # The NCCL settings, measured on the two nodes, for training jobs to take with envFrom.
     settings = core.read_namespaced_config_map("gpudirect-rdma-nccl", "default")
@@ -108,14 +114,20 @@ def test_a_pair_below_the_threshold_fails_and_the_report_says_why(
     )
     assert (
         "GPUDirect RDMA verification failed: rail 0 (worker-0 -> worker-1): "
-        "average 42.5 Gb/s is below the threshold of 100.0 Gb/s" in output
+        "average 42.5 Gb/s is below the floor of 100 Gb/s (verify_min_gbps)" in output
     )
     report = json.loads((tmp_path / "verify-report.json").read_text())
     assert report["passed"] is False
     assert report["pairs"][0]["problems"] == [
-        "average 42.5 Gb/s is below the threshold of 100.0 Gb/s"
+        "average 42.5 Gb/s is below the floor of 100 Gb/s (verify_min_gbps)"
     ]
     assert verify_pods_left(core) == []
+    # Without verify_min_gbps the floor is 80% of the 200 Gb/s ports the pods read.
+    output = failed_verify(run_playbook, "shared-device-roce", tmp_path)
+    assert (
+        "average 42.5 Gb/s is below the floor of 160 Gb/s (80% of the 200 Gb/s port rate "
+        "(server side))" in output
+    )
 
 
 def test_a_pair_without_gpu_memory_fails(shared_device_roce, run_playbook, core, knobs, tmp_path):
@@ -180,22 +192,28 @@ def test_eight_rails_eight_pairs(run_playbook, harness, core, tmp_path):
     assert picture.stat().st_size > 20_000, "a rendered page, not a blank one"
 
 
-def test_a_nic_without_a_gpu_on_its_switch_fails_with_its_hint_unless_allowed(
-    run_playbook, harness, core, tmp_path
-):
+def nodes_with_one_nic(harness, run_playbook, **nic) -> None:
+    """Two fresh nodes whose one RoCE NIC (shared-device-roce's interface) is as told, and
+    site.yml run on them."""
     plan = build_plan(inputs("shared-device-roce"))
     remove_nodes(harness)
     register_nodes(
         harness,
         2,
         nfd_labels=False,
-        hardware=Hardware(nics=(Nic(plan["rails"][0]["interface"], "eth", gpu_path="NODE"),)),
+        hardware=Hardware(nics=(Nic(plan["rails"][0]["interface"], "eth", **nic),)),
     )
     site(run_playbook, "shared-device-roce")
+
+
+def test_a_nic_without_a_gpu_on_its_switch_fails_with_its_hint_unless_allowed(
+    run_playbook, harness, core, tmp_path
+):
+    nodes_with_one_nic(harness, run_playbook, gpu_path="NODE")
     output = failed_verify(run_playbook, "shared-device-roce", tmp_path)
     assert (
         "server: GPU 0 (00000000:18:00.0) reaches mlx5_0 through NODE (between PCIe host bridges "
-        "of one NUMA node): no GPU of the node shares a PCIe switch with mlx5_0" in output
+        "of one NUMA node): no GPU the pod holds shares a PCIe switch with mlx5_0" in output
     ), output[-3000:]
     assert "set verify_allow_cross_switch: true to accept it" in output
     assert verify_pods_left(core) == []
@@ -234,6 +252,20 @@ def test_a_node_with_acs_on_fails_the_host_checks_naming_the_bridges_and_the_fix
     assert failed == [("worker-1", "acs")]
     _pairs, host = list(junitparser.JUnitXml.fromfile(str(tmp_path / "verify-report.xml")))
     assert [c.name for c in host if not c.is_passed] == ["worker-1 acs rail 0"]
+    assert verify_pods_left(core) == []
+
+
+def test_without_a_floor_set_a_faster_fabric_asks_for_more(run_playbook, harness, core, tmp_path):
+    """The same 180.47 Gb/s that passes on 200 Gb/s ports fails on 400 Gb/s ones: each fabric is
+    judged against its own rate, which the pods read from the kernel."""
+    nodes_with_one_nic(harness, run_playbook, rate_gbps=400)
+    output = failed_verify(run_playbook, "shared-device-roce", tmp_path)
+    assert (
+        "average 180.47 Gb/s is below the floor of 320 Gb/s (80% of the 400 Gb/s port rate "
+        "(server side))" in output
+    ), output[-3000:]
+    (pair,) = json.loads((tmp_path / "verify-report.json").read_text())["pairs"]
+    assert (pair["server_port_gbps"], pair["floor_gbps"]) == (400, 320)
     assert verify_pods_left(core) == []
 
 

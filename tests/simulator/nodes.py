@@ -3,9 +3,9 @@ nodes that have NVIDIA GPUs and NVIDIA (Mellanox) NICs.
 
 Each node also carries the hardware it pretends to have in the annotation HARDWARE_ANNOTATION
 (JSON: GPUs, and NICs with name, link type, MAC, NIC type (PCI device ID; an annotation
-without `nicType` means DEFAULT_NIC_TYPE), the VFs the firmware allows and the PCIe path to the
-nearest GPU (`gpuPath`, PIX when absent)), which later simulated operators and the test pods'
-made-up node (testbed.py) read.
+without `nicType` means DEFAULT_NIC_TYPE), the VFs the firmware allows, the PCIe path to the
+nearest GPU (`gpuPath`, PIX when absent) and the port's rate (`rateGbps`, DEFAULT_RATE_GBPS when
+absent)), which later simulated operators and the test pods' made-up node (testbed.py) read.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ NFD_GPU_NIC_LABELS = {
 
 # The NIC type a NIC is unless told otherwise: ConnectX-7 (its PCI device ID).
 DEFAULT_NIC_TYPE = "1021"
+# The port rate a NIC has unless told otherwise (HDR, 200 Gb/s).
+DEFAULT_RATE_GBPS = 200
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class Nic:
     # The PCIe path to the GPU nearest to the NIC in `nvidia-smi topo -m` (testbed.py): PIX (the
     # same switch), or PHB, NODE, SYS for a NIC on a root port of its own.
     gpu_path: str = "PIX"
+    # The port's rate in Gb/s, as /sys/class/infiniband/<dev>/ports/1/rate says it (testbed.py).
+    rate_gbps: int = DEFAULT_RATE_GBPS
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class Hardware:
                         "nicType": n.nic_type,
                         **({"totalVfs": n.total_vfs} if n.total_vfs else {}),
                         **({"gpuPath": n.gpu_path} if n.gpu_path != "PIX" else {}),
+                        **({"rateGbps": n.rate_gbps} if n.rate_gbps != DEFAULT_RATE_GBPS else {}),
                     }
                     for n in self.nics
                 ],
@@ -81,7 +86,15 @@ def node_object(
     name: str, index: int, hardware: Hardware, nfd_labels: bool, labels: dict | None = None
 ) -> dict:
     nics = tuple(
-        Nic(n.name, n.link_type, n.mac or _mac(index, port), n.total_vfs, n.nic_type, n.gpu_path)
+        Nic(
+            n.name,
+            n.link_type,
+            n.mac or _mac(index, port),
+            n.total_vfs,
+            n.nic_type,
+            n.gpu_path,
+            n.rate_gbps,
+        )
         for port, n in enumerate(hardware.nics)
     )
     hardware = Hardware(hardware.gpus, nics)

@@ -3,21 +3,25 @@ script (the command of its container, unchanged) in a scratch folder that stands
 node and the pod. Only what the script reads of the machine is made up:
 
 - a sysfs tree (SYSFS): per attached network netN an RDMA device mlx5_<N-1> of the node's
-  N-th NIC, its port's link layer and state (ACTIVE unless the NIC's linkState says otherwise),
-  its GID table (on Ethernet the interface's address as a RoCE v2 GID at index 3, as on RHCOS
-  with one address; on InfiniBand port GID 0 taken from the interface's IPoIB hardware
-  address), the interface's MTU (its NetworkAttachmentDefinition's), and a PCI tree: each GPU
-  below a PCIe switch of its own, a NIC whose gpuPath is PIX on another downstream port of its
-  nearest GPU's switch, any other NIC on a root port of its own; nvidia_peermem loaded when the
-  ClusterPolicy enables driver.rdma;
+  N-th NIC, its port's link layer, state (ACTIVE unless the NIC's linkState says otherwise) and
+  rate (the NIC's rateGbps, `200 Gb/sec (4X HDR)` by default), its GID table (on Ethernet the
+  interface's address as a RoCE v2 GID at index 3, as on RHCOS with one address; on InfiniBand
+  port GID 0 taken from the interface's IPoIB hardware address), the interface's MTU (its
+  NetworkAttachmentDefinition's), and a PCI tree: each GPU below a PCIe switch of its own, a
+  NIC whose gpuPath is PIX on another downstream port of its nearest GPU's switch, any other
+  NIC on a root port of its own, each device in an IOMMU group of its own whose domain type is
+  the hardware's iommuDomain (identity, passthrough, by default); nvidia_peermem loaded when
+  the ClusterPolicy enables driver.rdma;
 - a /proc (PROC) with the kernel command line (the hardware's cmdline, else intel_iommu=on
   iommu=pt) and the GPU driver's version line (open kernel modules unless gpuModule says
   proprietary);
 - `lspci`, answering for any bridge with an ACS capability whose control redirects requests
   when the hardware's acs is true;
 - `ip`, answering for netN with the address Multus gave (the pod's network-status);
-- `nvidia-smi`, answering `topo -m` with a matrix made from the node's hardware (see
-  topology_matrix) for the GPUs the pod was given, and the GPU query with their bus ids;
+- `dmesg`, refusing as it does in an unprivileged pod (the boot log is not readable there);
+- `nvidia-smi`, answering `topo -m` with a matrix made from the node's hardware as the real tool
+  writes it (see topology_matrix) for the GPUs the pod was given, and the GPU query with their
+  bus ids;
 - `ib_write_bw`, printing output shaped like the captured runs (perftest_standin.py) for the
   device, GID index and GPU memory mode the script passed, with the perftest knobs;
 - `ssh` and `mpirun` for the NCCL test's launcher (nccl_standin.py), and the mounted Secret's
@@ -35,6 +39,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from tests.simulator.nodes import DEFAULT_RATE_GBPS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,9 +65,11 @@ def numa_of_gpu(index: int, gpus: int) -> int:
 
 
 def topology_matrix(hardware: dict, visible_gpus: int) -> str:
-    """`nvidia-smi topo -m` of a node whose first visible_gpus GPUs the pod holds: GPUs in two
-    NUMA nodes joined by NVLink; each NIC next to its nearest GPU (PIX unless the NIC's gpuPath
-    says otherwise), NODE to the other GPUs of its NUMA node, SYS across; the NIC Legend."""
+    """`nvidia-smi topo -m` of a node whose first visible_gpus GPUs the pod holds, as nvidia-smi
+    writes it (tabs, the header in ANSI underline, an empty cell before the GPU NUMA ID): GPUs
+    in two NUMA nodes joined by NVLink; each NIC next to its nearest GPU (PIX unless the NIC's
+    gpuPath says otherwise), NODE to the other GPUs of its NUMA node, SYS across; the NIC
+    Legend."""
     gpus = int(hardware.get("gpus", 8))
     nics = hardware.get("nics") or []
     shown = range(min(visible_gpus, gpus))
@@ -81,12 +89,15 @@ def topology_matrix(hardware: dict, visible_gpus: int) -> str:
         return "NODE" if numa_a == numa_b else "SYS"
 
     columns = [f"GPU{g}" for g in shown] + [f"NIC{n}" for n in range(len(nics))]
-    lines = ["\t" + "\t".join([*columns, "CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])]
+    # nvidia-smi underlines the header with ANSI codes, also into a file or a pipe.
+    header = "\t".join([*columns, "CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])
+    lines = [f"\t\x1b[4m{header}\x1b[0m"]
     for g in shown:
         cells = [" X " if g == other else "NV18" for other in shown]
         cells += [gpu_nic(g, n) for n in range(len(nics))]
         numa = numa_of_gpu(g, gpus)
-        cells += ["0-55,112-167" if numa == 0 else "56-111,168-223", str(numa), "N/A"]
+        # The GPU NUMA ID comes after an empty cell, as nvidia-smi prints it.
+        cells += ["0-55,112-167" if numa == 0 else "56-111,168-223", str(numa), "", "N/A"]
         lines.append("\t".join([f"GPU{g}", *cells]))
     for n in range(len(nics)):
         cells = [gpu_nic(g, n) for g in shown] + [nic_nic(n, m) for m in range(len(nics))]
@@ -145,11 +156,16 @@ def _nic_chain(nic: int, nics: list[dict], gpus: int) -> list[str]:
     return [f"pci0000:{root}", f"0000:{root}:01.0", f"0000:{_hex(bus + 5 + function)}:00.0"]
 
 
-def _pci_device(sysfs: Path, chain: list[str], numa: int) -> Path:
-    """The device's folder under sysfs/devices along its chain, with its numa_node, and its
-    link in bus/pci/devices."""
+def _pci_device(sysfs: Path, chain: list[str], numa: int, iommu: str = "identity") -> Path:
+    """The device's folder under sysfs/devices along its chain, with its numa_node and its IOMMU
+    group (a group of its own, of domain type iommu), and its link in bus/pci/devices."""
     folder = sysfs / "devices" / Path(*chain)
     _write(folder / "numa_node", f"{numa}\n")
+    groups = sysfs / "kernel" / "iommu_groups"
+    group = groups / str(len(list(groups.iterdir())) if groups.exists() else 0)
+    _write(group / "type", f"{iommu}\n")
+    if not (folder / "iommu_group").exists():
+        (folder / "iommu_group").symlink_to(group)
     link = sysfs / "bus" / "pci" / "devices" / chain[-1]
     if not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)
@@ -164,19 +180,22 @@ def _fake_node(root: Path, hardware: dict, rails: list[dict], node_index: int) -
     sysfs = root / "sys"
     nics = hardware.get("nics") or [{"linkType": "eth"}]
     gpus = int(hardware.get("gpus", 8))
+    iommu = hardware.get("iommuDomain") or "identity"
     for g in range(gpus):
-        _pci_device(sysfs, _gpu_chain(g), numa_of_gpu(g, gpus))
+        _pci_device(sysfs, _gpu_chain(g), numa_of_gpu(g, gpus), iommu)
     for n, rail in enumerate(rails):
         address = rail["address"]
         nic = nics[min(n, len(nics) - 1)]
         device = sysfs / "class" / "infiniband" / f"mlx5_{n}"
         port = device / "ports" / "1"
         numa = numa_of_gpu(nearest_gpu(n, len(nics), gpus), gpus)
-        pci = _pci_device(sysfs, _nic_chain(min(n, len(nics) - 1), nics, gpus), numa)
+        pci = _pci_device(sysfs, _nic_chain(min(n, len(nics) - 1), nics, gpus), numa, iommu)
         device.mkdir(parents=True, exist_ok=True)
         (device / "device").symlink_to(pci)
         state = nic.get("linkState") or "ACTIVE"
         _write(port / "state", f"{4 if state == 'ACTIVE' else 1}: {state}\n")
+        rate = int(nic.get("rateGbps") or DEFAULT_RATE_GBPS)
+        _write(port / "rate", f"{rate} Gb/sec ({RATE_NAMES.get(rate, '4X')})\n")
         _write(sysfs / "class" / "net" / f"net{n + 1}" / "mtu", f"{rail['mtu']}\n")
         if nic["linkType"] == "ib":
             guid = _guid(node_index, n)
@@ -207,6 +226,8 @@ def _fake_node(root: Path, hardware: dict, rails: list[dict], node_index: int) -
     _write(proc / "driver" / "nvidia" / "version", DRIVER_VERSIONS[flavour])
 
 
+# What the rate file names after the rate (4X: four lanes), by rate.
+RATE_NAMES = {100: "4X EDR", 200: "4X HDR", 400: "4X NDR", 800: "4X XDR"}
 DEFAULT_CMDLINE = (
     "BOOT_IMAGE=(hd0,gpt3)/boot/ostree/rhcos/vmlinuz-5.14.0-570.el9.x86_64 rw "
     "intel_iommu=on iommu=pt\n"
@@ -264,6 +285,11 @@ def run_pod_script(
         )
         _executable(stubs / "ip", f'case "$6" in\n{cases}esac\n')
         _executable(stubs / "lspci", _lspci(bool(hardware.get("acs"))))
+        # An unprivileged pod may not read the kernel's ring buffer.
+        _executable(
+            stubs / "dmesg",
+            'echo "dmesg: read kernel buffer failed: Operation not permitted" >&2\nexit 1\n',
+        )
         if visible:
             _write(root / "topo.txt", topology_matrix(hardware, visible))
             gpus = min(visible, int(hardware.get("gpus", 8)))

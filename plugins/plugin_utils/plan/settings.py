@@ -15,7 +15,7 @@ from typing import Any
 
 from ansible.module_utils.common.yaml import yaml_load
 
-from ..nccl_test import MESSAGE_SIZE
+from ..nccl_test import MESSAGE_SIZE, bytes_of
 from . import checks
 from .checks import PlanError
 from .inputs import DEFAULTS, PREFIX
@@ -111,13 +111,23 @@ def watched(name: str) -> bool:
 
 def check_settings(given: Mapping) -> dict:
     """The settings given (by variable name; others are ignored) checked, with the declared
-    defaults for the rest."""
-    return {
+    defaults for the rest, and the settings that must agree with each other (the NCCL test's
+    smallest message size at most its largest)."""
+    checked = {
         name: option.get("default")
         if given.get(name) is None
         else checks.declared(name, given[name], option, RULES.get(name))
         for name, option in settings().items()
     }
+    smallest, largest = checked["verify_nccl_min_bytes"], checked["verify_nccl_max_bytes"]
+    if bytes_of(str(smallest).upper()) > bytes_of(str(largest).upper()):
+        raise PlanError(
+            "verify_nccl_min_bytes",
+            smallest,
+            f"a size at most verify_nccl_max_bytes ({largest}): all_reduce_perf runs from the "
+            "smallest size up to the largest",
+        )
+    return checked
 
 
 class MisspeltVariable(PlanError):

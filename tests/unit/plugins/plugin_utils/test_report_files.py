@@ -14,13 +14,20 @@ from ansible_collections.gpudirect.rdma.plugins.filter.verify_files import verif
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_report import verify_report
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import inputs
-from tests.unit.plugins.plugin_utils.test_verify import HGX_NICS, hgx_logs, pod_log, with_fact
+from tests.unit.plugins.plugin_utils.test_verify import (
+    HGX_CROSS,
+    HGX_NICS,
+    hgx_logs,
+    pod_log,
+    with_fact,
+)
 
 
-def hgx_report(client_gpus=range(8), allow=False) -> dict:
+def hgx_report(cross=False, allow=False) -> dict:
+    """The HGX pair; cross: the client's first two rails on no GPU's switch (NODE)."""
     plan = build_plan(inputs("multi-rail-hgx"))
     return verify_report(
-        hgx_logs(client_gpus=client_gpus),
+        hgx_logs(client_topology=HGX_CROSS if cross else None),
         plan=plan,
         pairs=[["worker-0", "worker-1"]],
         min_gbps=100,
@@ -35,7 +42,7 @@ def write(tmp_path, text: str, name: str):
 
 
 def test_junit_has_a_case_per_pair_and_a_failure_per_failed_pair(tmp_path):
-    report = hgx_report(client_gpus=[1, 0, 2, 3, 4, 5, 6, 7])
+    report = hgx_report(cross=True)
     xml = junitparser.JUnitXml.fromfile(
         str(write(tmp_path, verify_files(report)["junit"], "r.xml"))
     )
@@ -52,7 +59,7 @@ def test_junit_has_a_case_per_pair_and_a_failure_per_failed_pair(tmp_path):
     (failure,) = failed[0].result
     assert isinstance(failure, junitparser.Failure)
     assert failure.message.startswith(
-        "client: GPU 1 (00000000:19:00.0) reaches mlx5_0 through NODE"
+        "client: GPU 0 (00000000:18:00.0) reaches mlx5_0 through NODE"
     )
     assert "server: GPU 0 (00000000:18:00.0) PIX to mlx5_0" in cases[0].system_out
     assert "bw_average_gbps: 180.47" in cases[2].system_out
@@ -103,7 +110,7 @@ class Page(HTMLParser):
 
 
 def test_the_page_is_self_contained_with_the_pairs_a_chart_and_the_findings():
-    report = hgx_report(client_gpus=[1, 0, 2, 3, 4, 5, 6, 7], allow=True)
+    report = hgx_report(cross=True, allow=True)
     page_text = verify_files(report, title="HGX rack 7")["html"]
     page = Page()
     page.feed(page_text)
@@ -113,10 +120,11 @@ def test_the_page_is_self_contained_with_the_pairs_a_chart_and_the_findings():
     assert "<title>HGX rack 7</title>" in page_text
     assert page.rows == 1 + 8 + 1 + 52, "pairs, then host checks: a header and a row each"
     assert page.bars == 8, "a bar per pair"
-    assert "threshold 100 Gb/s" in page_text
-    assert "GPU 1 (00000000:19:00.0) NODE to mlx5_0" in page_text
+    assert "passed; floor 100 Gb/s (verify_min_gbps);" in page_text
+    assert page_text.count('<line class="floor"') == 8, "a floor mark per pair"
+    assert "GPU 0 (00000000:18:00.0) NODE to mlx5_0" in page_text
     assert "8 of 8 pair(s) passed" in page_text and "cross-switch pairs allowed" in page_text
-    assert '<ul class="warnings"><li>client: GPU 1' in page_text
+    assert '<ul class="warnings"><li>client: GPU 0' in page_text
     assert "<h2>Host checks</h2><p>52 of 52 passed.</p>" in page_text
     assert page.links == [], "checks that passed need no reading"
 

@@ -11,7 +11,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_nodes import verify_nodes
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_pods import verify_pods
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_report import verify_report
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import topology as topology_rules
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.harness.controlplane import shared_dir
 from tests.unit.inventories import NAMES, inputs
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "perftest"
@@ -41,31 +43,60 @@ HGX = (TOPOLOGY / "hgx_h100_8gpu_12nic_tabs.txt").read_text()
 
 
 def pod_log(
-    rails: list[tuple[str, int, str, str]],
+    rails: list[tuple[str, int | None, str, str | None]],
     topology: str | None = HGX,
     role="server",
     peermem="absent",
+    rate="200 Gb/sec (4X HDR)",
 ):
-    """A test pod's log as verify_test.sh prints it: the matrix, a line per rail naming its NIC,
-    GPU, bus id and relation, then each rail's ib_write_bw output (a perftest fixture) between
-    markers. rails: (NIC, GPU, fixture, relation the script read)."""
+    """A test pod's log as verify_test.sh prints it: the matrix, per rail the pairing line (how
+    the GPU was chosen) and the rail line (NIC, GPU, bus id, relation), the facts, then each
+    rail's ib_write_bw output (a perftest fixture) between markers. rails: (NIC, GPU, fixture,
+    relation); GPU and relation None take the script's choice, which the contract test proves
+    is topology.pair_rails' (test_topology_contract.py); a GPU given is what the pod decided,
+    right or wrong."""
     lines = [
         "gpudirect-rdma-verify: fact cmdline BOOT_IMAGE=(hd0,gpt3)/ostree/vmlinuz intel_iommu=on "
         "iommu=pt",
+        "gpudirect-rdma-verify: fact iommu-boot unknown (the boot log is not readable here)",
         "gpudirect-rdma-verify: fact gpu-driver NVRM version: NVIDIA UNIX Open Kernel Module for "
         "x86_64  570.124.06  Release Build",
         f"gpudirect-rdma-verify: fact peermem {peermem}",
     ]
+    chosen, parsed = [None] * len(rails), None
     if topology is not None:
         lines += ["gpudirect-rdma-verify: topology (nvidia-smi topo -m) begin", topology.rstrip()]
         lines += ["gpudirect-rdma-verify: topology end"]
+        try:
+            parsed = topology_rules.parse(topology)
+        except topology_rules.TopologyError as error:
+            lines.append(f"gpudirect-rdma-verify: topology unreadable: {error}")
+        else:
+            chosen = topology_rules.pair_rails(parsed, [(nic, None) for nic, *_rest in rails])
     for rail, (nic, gpu, _fixture, relation) in enumerate(rails):
+        if parsed is not None:
+            gpu = chosen[rail]["gpu"] if gpu is None else gpu
+            by_nic = {n["name"]: n["gpus"] for n in parsed["nics"]}.get(nic, [])
+            relation = relation or next(
+                (g["relation"] for g in by_nic if g["index"] == gpu), "unknown"
+            )
+        elif topology is not None:
+            relation = "unknown"  # the script read no GPU from a matrix it could not read
+        source = "matrix" if (relation or "unknown") != "unknown" else "numa"
+        relation = relation or "unknown"
+        gpu = 0 if gpu is None else gpu
+        lines.append(
+            f"gpudirect-rdma-verify: pairing rail {rail} nic {nic} pf - found-as "
+            f"{nic if source == 'matrix' else '-'} gpu {gpu} relation {relation} shared - "
+            f"source {source}"
+        )
         lines.append(
             f"gpudirect-rdma-verify: rail {rail} {role} on {nic} (Ethernet) 10.0.{rail}.1 GPU "
             f"{gpu} 00000000:{0x18 + gpu:02X}:00.0 {relation}: ib_write_bw -F -d {nic}"
         )
         lines += [
             f"gpudirect-rdma-verify: fact rail{rail}-link ACTIVE",
+            f"gpudirect-rdma-verify: fact rail{rail}-rate {rate}",
             f"gpudirect-rdma-verify: fact rail{rail}-mtu 9000",
             f"gpudirect-rdma-verify: fact rail{rail}-acs 0000:{0x17 + gpu:02x}:00.0  SrcValid+ "
             "TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-",
@@ -173,13 +204,16 @@ def test_a_good_run_passes_with_its_numbers():
             "bus_id": "00000000:18:00.0",
             "nic": "mlx5_0",
             "relation": "PIX",
-            "closest": "PIX",
+            "source": "matrix",
+            "found_as": "mlx5_0",
         }
     )
     assert result["table"][1].endswith("pass")
     assert "GPU0 PIX" in result["table"][1]
-    assert result["table"][2:4] == ["", "host checks: 10 of 10 passed"], "no problem lines"
-    assert result["table"][4:7] == [
+    assert (pair["floor_gbps"], pair["floor"]) == (150, "verify_min_gbps")
+    assert result["table"][2:4] == ["", "floor 150 Gb/s: verify_min_gbps (rail 0)"]
+    assert result["table"][4:6] == ["", "host checks: 10 of 10 passed"], "no problem lines"
+    assert result["table"][6:9] == [
         "",
         "NCCL settings, ConfigMap default/gpudirect-rdma-nccl",
         "  NCCL_SOCKET_IFNAME=eth0",
@@ -190,12 +224,57 @@ def test_below_threshold_fails_and_says_why():
     plan = build_plan(inputs("shared-device-roce"))
     result = judge(run(), plan=plan, min_gbps=190)
     assert result["passed"] is False
-    assert result["pairs"][0]["problems"] == [
-        "average 180.47 Gb/s is below the threshold of 190.0 Gb/s"
-    ]
-    assert (
-        "rail 0 FAIL: average 180.47 Gb/s is below the threshold of 190.0 Gb/s" in (result["table"])
-    )
+    expected = "average 180.47 Gb/s is below the floor of 190 Gb/s (verify_min_gbps)"
+    assert result["pairs"][0]["problems"] == [expected]
+    assert f"rail 0 FAIL: {expected}" in result["table"]
+
+
+def run_at_rates(server_rate: str, client_rate: str) -> dict:
+    logs = run()
+    for role, rate in (("server", server_rate), ("client", client_rate)):
+        name = f"gpudirect-rdma-verify-{role}"
+        logs[name] = logs[name].replace("rail0-rate 200 Gb/sec (4X HDR)", f"rail0-rate {rate}")
+    return logs
+
+
+@pytest.mark.parametrize(
+    ("server_rate", "client_rate", "floor", "why", "passed"),
+    [
+        # Red Hat's reference run, 180.47 Gb/s on 200 Gb/s ports.
+        ("200 Gb/sec (4X HDR)", "200 Gb/sec (4X HDR)", 160, "80% of the 200 Gb/s port rate", True),
+        # The same run on a 400 Gb/s fabric is too slow; the slower side's port sets the floor.
+        ("400 Gb/sec (4X NDR)", "400 Gb/sec (4X NDR)", 320, "80% of the 400 Gb/s port rate", False),
+        (
+            "400 Gb/sec (4X NDR)",
+            "100 Gb/sec (4X EDR)",
+            80,
+            "100 Gb/s port rate (client side)",
+            True,
+        ),
+        (
+            "unknown",
+            "400 Gb/sec (4X NDR)",
+            320,
+            "(client side; the server side printed none)",
+            False,
+        ),
+        ("unknown", "unknown", 100, "no port rate was read on either side; the default 100", True),
+    ],
+)
+def test_without_verify_min_gbps_the_floor_comes_from_the_ports_rates(
+    server_rate, client_rate, floor, why, passed
+):
+    plan = build_plan(inputs("shared-device-roce"))
+    result = judge(run_at_rates(server_rate, client_rate), plan=plan, min_gbps=None)
+    (pair,) = result["pairs"]
+    assert pair["floor_gbps"] == floor
+    assert why in pair["floor"]
+    assert pair["passed"] is passed, pair["problems"]
+    assert any(line.startswith(f"floor {floor:g} Gb/s: ") for line in result["table"])
+    if not passed:
+        assert pair["problems"] == [
+            f"average 180.47 Gb/s is below the floor of {floor:g} Gb/s ({pair['floor']})"
+        ]
 
 
 def test_host_memory_means_no_gpudirect():
@@ -347,16 +426,33 @@ def test_a_report_over_two_groups_names_each_pair_by_group():
 HGX_NICS = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
 
 
-def hgx_logs(server_gpus=range(8), client_gpus=range(8), topology=HGX):
+def hgx_logs(server_gpus=(None,) * 8, client_gpus=(None,) * 8, topology=HGX, client_topology=None):
     logs = {}
     for role, gpus in (("server", server_gpus), ("client", client_gpus)):
         fixture = f"roce_dmabuf_{role}"
         logs[f"gpudirect-rdma-verify-{role}"] = pod_log(
-            [(HGX_NICS[rail], gpu, fixture, "?") for rail, gpu in enumerate(gpus)],
-            topology,
+            [(HGX_NICS[rail], gpu, fixture, None) for rail, gpu in enumerate(gpus)],
+            client_topology if role == "client" and client_topology else topology,
             role=role,
         )
     return logs
+
+
+def without_switch(matrix: str, columns: tuple[str, ...]) -> str:
+    """The matrix of a board whose NICs of these columns sit on root ports of their own: their
+    PIX cells become NODE."""
+    lines = matrix.splitlines()
+    header = lines[0].split("\t")
+    at = [header.index(column) for column in columns]
+    out = [lines[0]]
+    for line in lines[1:]:
+        cells = line.split("\t")
+        out.append("\t".join("NODE" if i in at and c == "PIX" else c for i, c in enumerate(cells)))
+    return "\n".join(out) + "\n"
+
+
+# The client of a board whose first two compute NICs (mlx5_0, mlx5_3) share no GPU's switch.
+HGX_CROSS = without_switch(HGX, ("NIC0", "NIC3"))
 
 
 def test_an_hgx_node_gives_eight_pairs_each_on_the_gpu_next_to_its_nic():
@@ -371,30 +467,48 @@ def test_an_hgx_node_gives_eight_pairs_each_on_the_gpu_next_to_its_nic():
     assert [line.split()[0] for line in result["table"][1:9]] == [str(r) for r in range(8)]
 
 
-def test_a_gpu_on_another_switch_of_the_numa_node_fails_the_pair_with_its_hint():
-    plan = build_plan(inputs("multi-rail-hgx"))
-    # The client's rail 0 (mlx5_0) ran on GPU1: NODE in the matrix, though GPU0 is PIX.
-    result = judge(hgx_logs(client_gpus=[1, 0, 2, 3, 4, 5, 6, 7]), plan, 100)
-    assert result["passed"] is False
-    rail0, rail1 = result["pairs"][:2]
-    assert rail0["client_gpu"]["relation"] == "NODE"
-    assert rail0["client_gpu"]["closest"] == "PIX"
-    (problem,) = rail0["problems"]
-    assert problem.startswith(
-        "client: GPU 1 (00000000:19:00.0) reaches mlx5_0 through NODE (between PCIe host "
-        "bridges of one NUMA node): a GPU PIX to mlx5_0 exists but another rail took it"
+def test_a_storage_nic_on_no_gpus_switch_fails_the_pair_with_its_hint():
+    plan = build_plan(inputs("shared-device-roce"))
+    # mlx5_1 of the HGX fixture is a storage port: NODE to the GPUs of its NUMA node, PIX to none.
+    logs = {
+        f"gpudirect-rdma-verify-{role}": pod_log([("mlx5_1", None, f"roce_dmabuf_{role}", None)])
+        for role in ("server", "client")
+    }
+    result = judge(logs, plan, 100)
+    (pair,) = result["pairs"]
+    assert (pair["client_gpu"]["gpu"], pair["client_gpu"]["relation"]) == (0, "NODE")
+    (server, client) = pair["problems"]
+    assert client.startswith(
+        "client: GPU 0 (00000000:18:00.0) reaches mlx5_1 through NODE (between PCIe host "
+        "bridges of one NUMA node): no GPU the pod holds shares a PCIe switch with mlx5_1. If "
+        "the node has more GPUs than the pod was given, give it every one (verify_gpus: 0)"
     )
-    assert problem.endswith("set verify_allow_cross_switch: true to accept it")
-    # GPU0 on mlx5_3 is NODE too; GPU1 would have been PIX.
-    assert rail1["client_gpu"]["relation"] == "NODE"
-    allowed = judge(
-        hgx_logs(client_gpus=[1, 0, 2, 3, 4, 5, 6, 7]), plan, 100, allow_cross_switch=True
-    )
+    assert client.endswith("set verify_allow_cross_switch: true to accept it")
+    allowed = judge(logs, plan, 100, allow_cross_switch=True)
     assert allowed["passed"] is True
-    assert allowed["allow_cross_switch"] is True
-    assert allowed["pairs"][0]["warnings"] == [problem.split("; set verify_allow")[0]]
+    assert allowed["pairs"][0]["warnings"] == [
+        problem.split("; set verify_allow")[0] for problem in (server, client)
+    ]
     assert allowed["table"][1].endswith("pass (warnings)")
-    assert "rail 0 warning: client: GPU 1" in "\n".join(allowed["table"])
+
+
+def test_a_pairing_the_matrix_does_not_bear_out_fails_even_when_cross_switch_is_allowed():
+    """The report judges the GPU the pod used, and reads the pod's matrix itself too: where the
+    two readings differ (a new nvidia-smi, a bug in either), the pair cannot be judged."""
+    plan = build_plan(inputs("multi-rail-hgx"))
+    # The client's script put rail 0 (mlx5_0) on GPU 1 NODE, though its matrix gives GPU 0 PIX.
+    for allow in (False, True):
+        result = judge(hgx_logs(client_gpus=[1, *[None] * 7]), plan, 100, allow_cross_switch=allow)
+        assert result["passed"] is False
+        rail0 = result["pairs"][0]
+        assert rail0["client_gpu"]["relation"] == "NODE"
+        assert rail0["client_gpu"]["disagreement"] == "the collection reads GPU 0 PIX in it"
+        (problem,) = rail0["problems"]
+        assert problem.startswith(
+            "client: the pod paired mlx5_0 with GPU 1 (00000000:19:00.0) NODE, but in the matrix "
+            "the pod printed the collection reads GPU 0 PIX in it"
+        )
+        assert all(p["passed"] for p in result["pairs"][1:]), "the other rails agree"
 
 
 def test_a_nic_no_gpu_shares_a_switch_with_says_where_the_nic_sits():
@@ -409,18 +523,16 @@ def test_a_nic_no_gpu_shares_a_switch_with_says_where_the_nic_sits():
             cells[6] = "SYS"
         rows.append("\t".join(cells))
     logs = {
-        "gpudirect-rdma-verify-server": pod_log(
-            [("mlx5_1", 3, "roce_dmabuf_server", "PHB")], "\n".join(rows)
-        ),
-        "gpudirect-rdma-verify-client": pod_log(
-            [("mlx5_1", 3, "roce_dmabuf_client", "PHB")], "\n".join(rows), role="client"
-        ),
+        f"gpudirect-rdma-verify-{role}": pod_log(
+            [("mlx5_1", None, f"roce_dmabuf_{role}", None)], "\n".join(rows), role=role
+        )
+        for role in ("server", "client")
     }
     (pair,) = judge(logs, plan, 100)["pairs"]
-    assert pair["server_gpu"]["relation"] == pair["server_gpu"]["closest"] == "PHB"
+    assert (pair["server_gpu"]["gpu"], pair["server_gpu"]["relation"]) == (3, "PHB")
     assert any(
-        "no GPU of the node shares a PCIe switch with mlx5_1: the NIC sits on a root port of "
-        "its own" in p
+        "no GPU the pod holds shares a PCIe switch with mlx5_1" in p
+        and "otherwise the NIC sits on a root port of its own" in p
         for p in pair["problems"]
     ), pair["problems"]
 
@@ -430,19 +542,38 @@ def test_without_a_matrix_the_path_is_unknown_and_fails_unless_allowed():
     logs = run(relation="unknown", topology=None)
     (pair,) = judge(logs, plan, 100)["pairs"]
     assert pair["server_gpu"]["relation"] == "unknown"
+    assert pair["server_gpu"]["source"] == "numa"
     assert any(
         "whether GPU 0 (00000000:18:00.0) shares a PCIe switch with mlx5_0 is unknown: the pod "
-        "printed no `nvidia-smi topo -m` matrix" in p
+        "printed no `nvidia-smi topo -m` matrix; the script took the first GPU on the NIC's "
+        "NUMA node" in p
         for p in pair["problems"]
     )
     assert judge(logs, plan, 100, allow_cross_switch=True)["passed"] is True
-    broken = run(topology="GPU0 something else\n")
+    broken = run(topology="GPU0 something else\n", relation=None)
     (pair,) = judge(broken, plan, 100)["pairs"]
-    assert "expected the matrix of `nvidia-smi topo -m`" in pair["server_gpu"]["topology_error"]
+    assert pair["server_gpu"]["why"] == (
+        "the pod's `nvidia-smi topo -m` did not read: no row for GPU0, something, else: the "
+        "output is cut short or not from `nvidia-smi topo -m`; the script took the first GPU on "
+        "the NIC's NUMA node"
+    )
+    assert "disagreement" not in pair["server_gpu"], "both readings refuse it alike"
     assert pair["passed"] is False
 
 
-# -- host checks: the facts the pods print, judged --------------------------------------------
+def test_a_vf_the_matrix_does_not_list_is_judged_by_its_pf():
+    plan = build_plan(inputs("sriov-legacy-roce"))
+    logs = {}
+    for role in ("server", "client"):
+        text = pod_log([("mlx5_3", None, f"roce_dmabuf_{role}", None)], role=role)
+        # The pod's script found the VF mlx5_14 by its PF mlx5_3 (GPU 1 PIX in the HGX matrix).
+        logs[f"gpudirect-rdma-verify-{role}"] = text.replace(
+            "pairing rail 0 nic mlx5_3 pf -", "pairing rail 0 nic mlx5_14 pf mlx5_3"
+        )
+    (pair,) = judge(logs, plan, 100)["pairs"]
+    assert pair["passed"] is True, pair["problems"]
+    assert (pair["server_gpu"]["nic"], pair["server_gpu"]["pf"]) == ("mlx5_14", "mlx5_3")
+    assert (pair["server_gpu"]["gpu"], pair["server_gpu"]["relation"]) == (1, "PIX")
 
 
 def with_fact(log: str, key: str, value: str) -> str:
@@ -482,20 +613,101 @@ def test_acs_redirecting_on_a_bridge_between_gpu_and_nic_fails_the_report_with_t
     )
 
 
-def test_iommu_translating_without_passthrough_is_a_warning_and_unknown_acs_too():
+REAL_VM = shared_dir() / "real-outputs" / "h200-vm-driver580"
+
+
+def with_facts(log: str, key: str, values: list[str]) -> str:
+    """The log with every fact `key` replaced by values, one line each."""
+    lines = [
+        line
+        for line in log.splitlines()
+        if not line.startswith(f"gpudirect-rdma-verify: fact {key} ")
+    ]
+    added = [f"gpudirect-rdma-verify: fact {key} {value}" for value in values]
+    return "\n".join([*added, *lines]) + "\n"
+
+
+def iommu_of(
+    cmdline: str, boot: str = "unknown (the boot log is not readable here)", groups=()
+) -> dict:
     plan = build_plan(inputs("shared-device-roce"))
     logs = run()
-    server = with_fact(logs["gpudirect-rdma-verify-server"], "cmdline", "ro intel_iommu=on")
+    server = with_fact(logs["gpudirect-rdma-verify-server"], "cmdline", cmdline)
+    server = with_fact(server, "iommu-boot", boot)
+    logs["gpudirect-rdma-verify-server"] = with_facts(server, "iommu-group", list(groups))
+    result = judge(logs, plan, 100)
+    assert result["passed"] is True, "an IOMMU finding never fails the test"
+    (iommu,) = findings_of(result, "worker-0", "iommu")
+    return iommu
+
+
+def test_iommu_mode_from_the_devices_iommu_groups_before_any_setting():
+    # The kernel's own state wins over the command line: a translating group with iommu=pt set.
+    iommu = iommu_of(
+        "ro intel_iommu=on iommu=pt",
+        groups=["gpu0 0000:18:00.0 DMA-FQ", "rail0-nic 0000:19:00.0 DMA-FQ"],
+    )
+    assert iommu["status"] == "warning"
+    assert iommu["detail"].startswith(
+        "the IOMMU translates DMA for gpu0 0000:18:00.0 (DMA-FQ), rail0-nic 0000:19:00.0 (DMA-FQ)"
+    )
+    assert "iommu=pt" in iommu["fix"]
+    # Identity domains pass whatever the command line says.
+    iommu = iommu_of("ro intel_iommu=on", groups=["gpu0 0000:18:00.0 identity"])
+    assert (iommu["status"], iommu["detail"]) == (
+        "ok",
+        "identity (passthrough) IOMMU domain for gpu0 0000:18:00.0",
+    )
+
+
+def test_iommu_mode_from_the_boot_log_when_no_device_is_in_a_group():
+    """The real VM: no IOMMU argument on the command line, no IOMMU group, and the boot log says
+    the kernel's default domain translates (the old check called this ok)."""
+    cmdline = (REAL_VM / "proc-cmdline-kernel-part.txt").read_text().strip()
+    boot = (REAL_VM / "dmesg-iommu.txt").read_text().splitlines()[0].split("] ", 1)[1]
+    iommu = iommu_of(cmdline, boot=boot, groups=["gpu0 0000:00:06.0 none"])
+    assert iommu["status"] == "warning"
+    assert iommu["detail"].startswith(
+        "the boot log says 'iommu: Default domain type: Translated' and no device of the rails "
+        "is in an IOMMU group the pod can see"
+    )
+    passthrough = iommu_of(
+        cmdline, boot="iommu: Default domain type: Passthrough (set via kernel command line)"
+    )
+    assert passthrough["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("cmdline", "status", "detail"),
+    [
+        ("ro intel_iommu=on iommu=pt", "ok", "passthrough on the kernel command line"),
+        (
+            "ro intel_iommu=on",
+            "warning",
+            "intel_iommu=on without iommu=pt on the kernel command line: the IOMMU translates "
+            "every DMA and the kernel turns ACS on",
+        ),
+        ("ro amd_iommu=off", "ok", "the IOMMU is off on the kernel command line (amd_iommu=off)"),
+        ("ro quiet", "unknown", "whether the IOMMU translates DMA is unknown"),
+        ("unknown", "unknown", "and the pod could not read /proc/cmdline"),
+    ],
+)
+def test_iommu_mode_from_the_command_line_last_and_unknown_said_as_such(cmdline, status, detail):
+    iommu = iommu_of(cmdline)
+    assert iommu["status"] == status
+    assert detail in iommu["detail"]
+
+
+def test_unknown_acs_is_a_warning():
+    plan = build_plan(inputs("shared-device-roce"))
+    logs = run()
     logs["gpudirect-rdma-verify-server"] = with_fact(
-        server, "rail0-acs", "unknown lspci is not in the image"
+        logs["gpudirect-rdma-verify-server"], "rail0-acs", "unknown lspci is not in the image"
     )
     result = judge(logs, plan, 100)
     assert result["passed"] is True, "warnings do not fail the test"
-    (iommu,) = findings_of(result, "worker-0", "iommu")
-    assert iommu["status"] == "warning" and "iommu=pt" in iommu["fix"]
     (acs,) = findings_of(result, "worker-0", "acs")
     assert (acs["status"], acs["detail"]) == ("warning", "not checked: lspci is not in the image")
-    assert findings_of(result, "worker-1", "iommu")[0]["detail"] == "intel_iommu=on iommu=pt"
 
 
 def test_proprietary_modules_with_dmabuf_a_missing_peermem_a_down_port_and_a_small_mtu():

@@ -15,6 +15,7 @@ import pytest
 
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_report import verify_report
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.harness.controlplane import shared_dir
 from tests.unit.inventories import inputs
 
 SCRIPT = Path(__file__).resolve().parents[4] / "plugins" / "plugin_utils" / "verify_test.sh"
@@ -46,6 +47,9 @@ def pod(tmp_path):
     stubs = tmp_path / "bin"
     calls = tmp_path / "calls"
     executable(stubs / "ib_write_bw", f'echo "$@" >> {calls}\necho "ran with $*"\n')
+    # As in an unprivileged pod: the kernel's ring buffer is not readable (and this machine's
+    # own boot log stays out of the test).
+    executable(stubs / "dmesg", "echo 'dmesg: read kernel buffer failed' >&2\nexit 1\n")
     return sysfs, stubs, calls
 
 
@@ -342,3 +346,118 @@ def test_what_the_script_prints_is_what_the_report_reads(pod):
     )
     assert {p["client_gpu"]["relation"] for p in report["pairs"]} == {"PIX"}
     assert report["pairs"][5]["server_gpu"]["bus_id"] == "00000000:AB:00.0"
+
+
+REAL_VM = shared_dir() / "real-outputs" / "h200-vm-driver580"
+
+
+def as_printed(matrix: str) -> str:
+    """The matrix as nvidia-smi writes it into a file or a pipe: the header in ANSI underline."""
+    header, rest = matrix.split("\n", 1)
+    return f"\t\x1b[4m{header.lstrip(chr(9))}\x1b[0m\n{rest}"
+
+
+def test_the_matrix_as_nvidia_smi_really_writes_it_pairs_every_rail(pod):
+    """The header wrapped in ANSI codes (the real tool's, also into a pipe): before, no GPU was
+    found for any NIC and every rail fell back to GPU 0."""
+    addresses = hgx_rails(pod[0])
+    topo = as_printed((FIXTURES / "hgx_h100_8gpu_12nic_tabs.txt").read_text())
+    result, by_device = run(
+        pod, addresses, {"ROLE": "server"}, with_nvidia_smi=HGX_BUSES, topo=topo
+    )
+    assert result.returncode == 0, result.stderr
+    for rail, (device, gpu) in enumerate(zip(HGX_NICS, HGX_CLOSEST, strict=True)):
+        assert f"--use_cuda={gpu}" in by_device[device]
+        assert (
+            f"pairing rail {rail} nic {device} pf - found-as {device} gpu {gpu} relation PIX "
+            "shared - source matrix"
+        ) in result.stdout
+    assert "topology unreadable" not in result.stdout
+
+
+def test_the_real_one_gpu_matrix_says_it_has_no_nic_and_the_rail_falls_back(pod):
+    sysfs = pod[0]
+    roce_device(sysfs, "mlx5_0", 0, {3: ("RoCE v2", mapped("10.1.0.10"))})
+    write(sysfs / "bus" / "pci" / "devices" / "0000:00:06.0" / "numa_node", "0\n")
+    result, by_device = run(
+        pod,
+        "10.1.0.10",
+        {"ROLE": "server"},
+        with_nvidia_smi="0, 00000000:00:06.0",
+        topo=(REAL_VM / "nvidia-smi-topo-m.txt").read_text(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        "gpudirect-rdma-verify: topology unreadable: the matrix has no NIC column: nvidia-smi "
+        "sees no NIC on this node"
+    ) in result.stdout
+    assert (
+        "pairing rail 0 nic mlx5_0 pf - found-as - gpu 0 relation unknown shared - source numa"
+    ) in result.stdout
+    assert "--use_cuda=0" in by_device["mlx5_0"]
+
+
+def test_a_vf_the_matrix_does_not_list_is_paired_by_its_pf(pod):
+    sysfs = pod[0]
+    roce_device(sysfs, "mlx5_14", 0, {3: ("RoCE v2", mapped("10.1.0.10"))})
+    pf = sysfs / "devices" / "pci0000:17" / "0000:1b:00.0"
+    (pf / "infiniband" / "mlx5_3").mkdir(parents=True)
+    (sysfs / "class" / "infiniband" / "mlx5_14" / "device" / "physfn").symlink_to(pf)
+    result, by_device = run(
+        pod,
+        "10.1.0.10",
+        {"ROLE": "server"},
+        with_nvidia_smi=HGX_BUSES,
+        topo=(FIXTURES / "hgx_h100_8gpu_12nic_tabs.txt").read_text(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        "pairing rail 0 nic mlx5_14 pf mlx5_3 found-as mlx5_3 gpu 1 relation PIX shared - "
+        "source matrix"
+    ) in result.stdout
+    assert "--use_cuda=1" in by_device["mlx5_14"]
+
+
+def test_the_kernels_own_state_is_printed_for_the_host_checks(pod):
+    """The port's rate, the IOMMU group type of the rail's NIC and of each GPU, the boot log's
+    IOMMU line (not readable in an unprivileged pod: said so)."""
+    sysfs = pod[0]
+    roce_device(sysfs, "mlx5_0", 0, {3: ("RoCE v2", mapped("10.1.0.10"))})
+    write(
+        sysfs / "class" / "infiniband" / "mlx5_0" / "ports" / "1" / "rate", "400 Gb/sec (4X NDR)\n"
+    )
+    group = sysfs / "kernel" / "iommu_groups" / "7"
+    write(group / "type", "DMA-FQ\n")
+    gpu = sysfs / "devices" / "pci0000:17" / "0000:18:00.0"
+    write(gpu / "numa_node", "0\n")
+    (gpu / "iommu_group").symlink_to(group)
+    (sysfs / "bus" / "pci" / "devices").mkdir(parents=True)
+    (sysfs / "bus" / "pci" / "devices" / "0000:18:00.0").symlink_to(gpu)
+    result, _by_device = run(
+        pod, "10.1.0.10", {"ROLE": "server"}, with_nvidia_smi="0, 00000000:18:00.0"
+    )
+    assert result.returncode == 0, result.stderr
+    for line in (
+        "fact rail0-rate 400 Gb/sec (4X NDR)",
+        "fact iommu-group gpu0 0000:18:00.0 DMA-FQ",
+        "fact iommu-boot unknown (the boot log is not readable here)",
+    ):
+        assert f"gpudirect-rdma-verify: {line}\n" in result.stdout, line
+
+
+def test_facts_mode_pairs_every_rdma_device_and_runs_no_traffic(pod):
+    sysfs = pod[0]
+    for device in ("mlx5_0", "mlx5_3"):
+        roce_device(sysfs, device, 0, {})
+    result, by_device = run(
+        pod,
+        [],
+        {"ROLE": "facts"},
+        with_nvidia_smi=HGX_BUSES,
+        topo=(FIXTURES / "hgx_h100_8gpu_12nic_tabs.txt").read_text(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert by_device == {}, "no ib_write_bw in facts mode"
+    assert "facts: 2 RDMA device(s) on this node: mlx5_0 mlx5_3" in result.stdout
+    assert "pairing rail 0 nic mlx5_0 pf - found-as mlx5_0 gpu 0 relation PIX" in result.stdout
+    assert "pairing rail 1 nic mlx5_3 pf - found-as mlx5_3 gpu 1 relation PIX" in result.stdout
