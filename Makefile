@@ -130,3 +130,7 @@ docs: venv ## write the variable tables of docs/ and the role READMEs from the a
 .PHONY: clean
 clean: cluster-down ## remove the virtual environment, build output and control plane state
 	rm -rf $(VENV) .collections build $(STATE_DIR) .pytest_cache .ruff_cache
+
+.PHONY: test-gpu
+test-gpu: $(COLLECTION_LINK) ## on a machine with an NVIDIA GPU (not in make test): the pods' scripts, nccl-tests and mpirun for real, then the parsers on their output
+	bash hack/test-gpu.sh
