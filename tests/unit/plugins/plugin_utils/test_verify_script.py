@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_report import verify_report
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import topology
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import shared_dir
 from tests.unit.inventories import inputs
@@ -461,3 +462,54 @@ def test_facts_mode_pairs_every_rdma_device_and_runs_no_traffic(pod):
     assert "facts: 2 RDMA device(s) on this node: mlx5_0 mlx5_3" in result.stdout
     assert "pairing rail 0 nic mlx5_0 pf - found-as mlx5_0 gpu 0 relation PIX" in result.stdout
     assert "pairing rail 1 nic mlx5_3 pf - found-as mlx5_3 gpu 1 relation PIX" in result.stdout
+
+
+def matrices_with_nics() -> dict[str, str]:
+    """Every matrix of the contract test's set (the corpus, the fixtures, as printed) that
+    names NICs and reads."""
+    from tests.unit.plugins.plugin_utils.test_topology_contract import MATRICES
+
+    found = {}
+    for name, text in MATRICES.items():
+        try:
+            topology.parse(text)
+        except topology.TopologyError:
+            continue
+        found[name] = text
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(matrices_with_nics()))
+def test_the_report_judges_the_gpu_the_pod_used_on_every_matrix(pod, name):
+    """The pod's script on a node with an RDMA device for every NIC of the matrix, then the
+    report on its log: each pair names the GPU ib_write_bw was given and the relation the pod
+    read, and the report's own reading of the printed matrix agrees."""
+    text = matrices_with_nics()[name]
+    parsed = topology.parse(text)
+    nics = [nic["name"] for nic in parsed["nics"]]
+    sysfs, stubs, _calls = pod
+    addresses = []
+    for rail, device in enumerate(nics):
+        address = f"10.{100 + rail}.0.10"
+        roce_device(sysfs, device, 0, {3: ("RoCE v2", mapped(address))})
+        addresses.append(address)
+    buses = "\n".join(
+        f"{g['index']}, 00000000:{0x18 + g['index']:02X}:00.0" for g in parsed["gpus"]
+    )
+    result, by_device = run(pod, addresses, {"ROLE": "server"}, with_nvidia_smi=buses, topo=text)
+    assert result.returncode == 0, result.stderr
+    plan = build_plan(
+        {
+            **inputs("multi-rail-hgx"),
+            "interfaces": [f"ens{i}f0np0" for i in range(len(nics))],
+            "ipam_range": "10.100.0.0/16",
+        }
+    )
+    logs = {f"gpudirect-rdma-verify-{role}": result.stdout for role in ("server", "client")}
+    report = verify_report(logs, plan=plan, pairs=[["a", "b"]], min_gbps=0, allow_cross_switch=True)
+    expected = topology.pair_rails(parsed, [(device, None) for device in nics])
+    for pair, wanted, device in zip(report["pairs"], expected, nics, strict=True):
+        used = int(next(a for a in by_device[device] if a.startswith("--use_cuda=")).split("=")[1])
+        assert pair["server_gpu"]["gpu"] == used == wanted["gpu"], (name, device)
+        assert pair["server_gpu"]["relation"] == wanted["relation"], (name, device)
+        assert "disagreement" not in pair["server_gpu"], pair["server_gpu"]
