@@ -32,6 +32,7 @@ WRITTEN_BY_GALAXY = ("MANIFEST.json", "FILES.json")
 # What develops or tests the collection, named so that a failure says which one leaked in.
 NOT_SHIPPED = (
     "tests/artifact",
+    "tests/gpu",
     "tests/harness",
     "tests/integration",
     "tests/simulator",
