@@ -901,9 +901,35 @@ CASES: list[BadInput] = [
         "group-ranges-overlap",
         NG,
         f"{V}node_groups[1].ipam_range",
-        "'10.110.0.0/23'",
-        "a range the same as, or apart from, group a100's rail 0 10.110.0.0/24",
+        "'10.110.0.0/20'",
+        "a range whose part for group h100's rail 0 (10.110.0.0/23, its part of "
+        f"{V}node_groups[1].ipam_range 10.110.0.0/20) is the same as, or apart from, group "
+        f"a100's rail 0 (10.110.0.0/24, its part of {V}node_groups[0].ipam_range 10.110.0.0/22)",
         set={"node_groups": [_groups()[0], {**_groups()[1], "ipam_range": "10.110.0.0/20"}]},
+    ),
+    BadInput(
+        "groups-global-range-too-small",
+        NG,
+        f"{V}ipam_range",
+        "'10.200.0.0/27'",
+        "a range large enough to split into 12 subnets of at least 4 addresses (one per rail "
+        "that takes it: a100 4 rail(s), h100 8 rail(s))",
+        set={
+            "ipam_range": "10.200.0.0/27",
+            "node_groups": [{k: v for k, v in g.items() if k != "ipam_range"} for g in _groups()],
+        },
+    ),
+    BadInput(
+        "groups-global-range-with-gateway",
+        NG,
+        f"{V}ipam_gateway",
+        "'10.200.0.1'",
+        "none with several rails sharing one ipam_range (a100 4 rail(s), h100 8 rail(s);",
+        set={
+            "ipam_range": "10.200.0.0/16",
+            "ipam_gateway": "10.200.0.1",
+            "node_groups": [{k: v for k, v in g.items() if k != "ipam_range"} for g in _groups()],
+        },
     ),
     BadInput(
         "group-doca-driver-version",

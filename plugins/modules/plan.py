@@ -85,6 +85,9 @@ options:
         interface entry has its own C(ipam_range).
       - With several rails and no per-rail ranges, the range is split into equal consecutive parts,
         one per rail (then no C(ipam_gateway) or C(ipam_exclude)). Per-rail ranges must not overlap.
+      - With node groups, the groups that set no C(ipam_range) of their own share this one, which
+        is split once over all their rails, group by group in the inventory's order, rail by
+        rail, so no two rails of any groups overlap. A group's or a rail's own range always wins.
     type: str
   ipam_gateway:
     description: Gateway address, a host address inside C(ipam_range) (not its network or broadcast address).

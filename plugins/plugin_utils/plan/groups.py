@@ -110,8 +110,14 @@ def model(inputs: Inputs, count: int) -> str:
     return given
 
 
-def _group(inputs: Inputs, name: str | None, default_driver: str, several: bool = False) -> dict:
-    network = rails.network(inputs, name if several else None)
+def _group(
+    inputs: Inputs,
+    name: str | None,
+    default_driver: str,
+    several: bool = False,
+    shared: rails.SharedRange | None = None,
+) -> dict:
+    network = rails.network(inputs, name if several else None, shared)
     return {
         "name": name,
         "node_selector": node_selector(inputs),
@@ -137,15 +143,31 @@ def groups(inputs: Inputs, default_driver: str) -> list[dict]:
             "so this one would be used by none (the AAP surveys, which ask for it, are for "
             "inventories without node groups)",
         )
-    result = []
+    each = []
     for index, entry in enumerate(entries):
         where = f"{inputs.name('node_groups')}[{index}]"
         given = {key: value for key, value in entry.items() if key != "name"}
-        group_inputs = Inputs(
-            {**{k: v for k, v in inputs.items() if v is not None}, **given},
-            names={**inputs.names, **{key: f"{where}.{key}" for key in given}},
+        each.append(
+            Inputs(
+                {**{k: v for k, v in inputs.items() if v is not None}, **given},
+                names={**inputs.names, **{key: f"{where}.{key}" for key in given}},
+            )
         )
-        result.append(_group(group_inputs, entry["name"], default_driver, len(entries) > 1))
+    # The global ipam_range, split once over the rails of every group that takes it.
+    takers = [
+        (
+            entry["name"],
+            [False] * len(rails.entries(group_inputs))
+            if "ipam_range" in entry
+            else ["ipam_range" not in rail for rail in rails.entries(group_inputs)],
+        )
+        for entry, group_inputs in zip(entries, each, strict=True)
+    ]
+    shared = rails.shared_ranges(inputs, takers)
+    result = [
+        _group(group_inputs, entry["name"], default_driver, len(entries) > 1, part)
+        for entry, group_inputs, part in zip(entries, each, shared, strict=True)
+    ]
     _apart(inputs, result)
     return result
 
@@ -186,9 +208,34 @@ def _ranges_apart(inputs: Inputs, this: tuple, that: tuple) -> None:
     if mine == theirs and group["ipam"]["type"] == "whereabouts":
         return
     shared = "apart from" if group["ipam"]["type"] == "nv-ipam" else "the same as, or apart from,"
-    raise PlanError(
-        f"{inputs.name('node_groups')}[{index}].ipam_range",
-        rail["ipam"]["range"],
-        f"a range {shared} group {other['name']}'s rail {other_rail['index']} "
-        f"{other_rail['ipam']['range']} ({group['ipam']['type']})",
+    variable, written, mine_shown = _range_source(inputs, index, group, rail)
+    _other_variable, _other_written, theirs_shown = _range_source(
+        inputs, other_index, other, other_rail
     )
+    raise PlanError(
+        variable,
+        written,
+        f"a range whose part for group {group['name']}'s rail {rail['index']} ({mine_shown}) is "
+        f"{shared} group {other['name']}'s rail {other_rail['index']} ({theirs_shown}) "
+        f"({group['ipam']['type']})",
+    )
+
+
+def _range_source(inputs: Inputs, index: int, group: dict, rail: dict) -> tuple[str, str, str]:
+    """The variable a rail's range came from as the inventory names it, the value written
+    there, and the rail's range said with where it came from."""
+    part_of = rail["ipam"].get("part_of")
+    if part_of:
+        return (
+            part_of["variable"],
+            part_of["range"],
+            f"{rail['ipam']['range']}, its part of {part_of['variable']} {part_of['range']}",
+        )
+    where = f"{inputs.name('node_groups')}[{index}]"
+    own = f"{where}.interfaces[{rail['index']}].ipam_range"
+    entry = (inputs["node_groups"] or [{}])[index]
+    variable = f"{where}.ipam_range" if "ipam_range" in entry else inputs.name("ipam_range")
+    for position, item in enumerate(entry.get("interfaces") or []):
+        if position == rail["index"] and isinstance(item, Mapping) and "ipam_range" in item:
+            variable = own
+    return variable, rail["ipam"]["range"], f"{rail['ipam']['range']}, from {variable}"

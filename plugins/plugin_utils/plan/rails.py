@@ -49,9 +49,10 @@ NODE_RESOURCE_PREFIXES = {
 }
 
 
-def network(inputs: Inputs, group: str | None = None) -> dict:
+def network(inputs: Inputs, group: str | None = None, shared: SharedRange | None = None) -> dict:
     """Method, fabric, MTU, the methods' settings and the rails, checked together; the rails'
-    network names carry the group's name when one is given (one of several node groups)."""
+    network names carry the group's name when one is given (one of several node groups).
+    shared: this group's parts of the one ipam_range several rails take (shared_ranges)."""
     check_required(inputs)
     method, fabric = inputs.checked("method"), inputs.checked("fabric")
     low, high = MTU_LIMITS[fabric]
@@ -89,7 +90,7 @@ def network(inputs: Inputs, group: str | None = None) -> dict:
             )
         link_state = inputs.checked("ib_link_state")
     ipam_type = inputs.checked("ipam_type")
-    rails = _rails(inputs, method, fabric, group)
+    rails = _rails(inputs, method, fabric, group, shared)
     block_size = inputs.checked("ipam_per_node_block_size")
     if ipam_type == "nv-ipam":
         _nv_ipam_blocks(inputs, rails, block_size)
@@ -145,18 +146,55 @@ def _reserved(subnet, host) -> bool:
     )
 
 
-def _split_range(inputs: Inputs, parts: int) -> list[str]:
+class SharedRange:
+    """One group's parts of the ipam_range that several rails take (the global one, or a
+    group's own across its rails): parts[i] is rail i's, None where the rail names its own
+    ipam_range; takers says which groups' rails share the range, for the errors."""
+
+    def __init__(self, parts: list[str | None], takers: str):
+        self.parts = parts
+        self.takers = takers
+
+
+def split_range(variable: str, given: str, parts: int, takers: str) -> list[str]:
     """Split one range into `parts` equal consecutive subnets (rounded up to a power of two)."""
-    subnet = checks.cidr(inputs.name("ipam_range"), inputs["ipam_range"]).network
+    subnet = checks.cidr(variable, given).network
     extra_bits = max(parts - 1, 0).bit_length()
     if subnet.prefixlen + extra_bits > subnet.max_prefixlen - 2:
         raise PlanError(
-            inputs.name("ipam_range"),
-            inputs["ipam_range"],
+            variable,
+            given,
             f"a range large enough to split into {parts} subnets of at least 4 addresses "
-            f"(one per rail), or an ipam_range on each entry of {inputs.name('interfaces')}",
+            f"(one per rail that takes it: {takers}), or an ipam_range of their own",
         )
     return [str(s) for s in subnet.subnets(prefixlen_diff=extra_bits)][:parts]
+
+
+def shared_ranges(inputs: Inputs, takers: list[tuple[str | None, list[bool]]]) -> list:
+    """The global ipam_range split once over every rail that takes it: takers, per group in the
+    inventory's order, its name and per rail whether it takes the global range (a group with
+    its own ipam_range takes none). Consecutive equal parts, group by group, rail by rail; each
+    group's rails keep their places (a rail with its own range leaves its part unused, as one
+    group's rails always did). None for every group when there is one place only (one rail: it
+    gets the whole range, gateway and exclusions included), no rail takes the range, or it is
+    unset."""
+    counts = [len(rails) if any(rails) else 0 for _name, rails in takers]
+    if sum(counts) <= 1 or inputs["ipam_range"] in (None, ""):
+        return [None] * len(takers)
+    who = ", ".join(
+        f"{name or 'the nodes'} {sum(rails)} rail(s)" for name, rails in takers if any(rails)
+    )
+    parts = split_range(inputs.name("ipam_range"), inputs["ipam_range"], sum(counts), who)
+    result, at = [], 0
+    for (_name, rails), count in zip(takers, counts, strict=True):
+        mine = parts[at : at + count]
+        at += count
+        result.append(
+            SharedRange([p if t else None for p, t in zip(mine, rails, strict=True)], who)
+            if count
+            else None
+        )
+    return result
 
 
 def _entries(inputs: Inputs) -> list[dict]:
@@ -195,7 +233,14 @@ def _entries(inputs: Inputs) -> list[dict]:
     return normalised
 
 
-def _rails(inputs: Inputs, method: str, fabric: str, group: str | None) -> list[dict]:
+def entries(inputs: Inputs) -> list[dict]:
+    """The interfaces as one mapping per rail (checked: names valid and used once)."""
+    return _entries(inputs)
+
+
+def _rails(
+    inputs: Inputs, method: str, fabric: str, group: str | None, shared: SharedRange | None
+) -> list[dict]:
     # Names first: a duplicate interface is the root cause worth reporting before any IPAM.
     entries = _entries(inputs)
     name, multi = inputs.name("interfaces"), len(entries) > 1
@@ -208,7 +253,10 @@ def _rails(inputs: Inputs, method: str, fabric: str, group: str | None) -> list[
         base_resource = base_resource or SHARED_DEVICE_RESOURCES[fabric]
     base_resource = checks.resource_name(inputs.name(resource_option), base_resource)
     range_name, shared_range = inputs.name("ipam_range"), inputs["ipam_range"]
-    split = None
+    if shared is None:
+        # The group's own range (or the only group's): split over its rails, as shared_ranges
+        # splits the global one over the groups that take it.
+        (shared,) = shared_ranges(inputs, [(group, ["ipam_range" not in e for e in entries])])
     rails = []
     for index, entry in enumerate(entries):
         where = f"{name}[{index}]"
@@ -229,17 +277,18 @@ def _rails(inputs: Inputs, method: str, fabric: str, group: str | None) -> list[
                 "the IP range pods get addresses from on the RDMA network, e.g. 192.168.2.0/24 "
                 f"(or an ipam_range on each entry of {name})",
             )
-        elif multi:
+        elif shared is not None:
             if inputs["ipam_gateway"] not in (None, "") or inputs["ipam_exclude"]:
                 key = "ipam_gateway" if inputs["ipam_gateway"] else "ipam_exclude"
                 raise PlanError(
                     inputs.name(key),
                     inputs["ipam_gateway"] or inputs["ipam_exclude"],
-                    "none with several rails sharing one ipam_range (each rail gets an equal "
-                    f"part of it); give each entry of {name} its own ipam_range and ipam_gateway",
+                    f"none with several rails sharing one ipam_range ({shared.takers}; each "
+                    f"rail gets an equal part of it); give each entry of {name} its own "
+                    "ipam_range and ipam_gateway",
                 )
-            split = split or _split_range(inputs, len(entries))
-            ipam = _ipam(range_name.removesuffix("range"), {"ipam_range": split[index]})
+            ipam = _ipam(range_name.removesuffix("range"), {"ipam_range": shared.parts[index]})
+            ipam["part_of"] = {"variable": range_name, "range": str(shared_range)}
         else:
             ipam = _ipam(range_name.removesuffix("range"), inputs)
         rails.append(

@@ -587,3 +587,47 @@ def test_bad_registry_credentials_name_the_variable_and_never_the_password(
     assert expected in str(raised.value)
     assert SECRET not in str(raised.value) and "12345" not in str(raised.value)
     assert SECRET not in repr(raised.value.value)
+
+
+def _groups_on_one_range(ipam_type: str = "whereabouts", keep: tuple[str, ...] = ()) -> dict:
+    """The node-groups example with its groups' own ranges left out (but those named in keep),
+    and one global range, 10.200.0.0/16."""
+    from tests.unit.inventories import inputs
+
+    given = inputs("node-groups")
+    given["node_groups"] = [
+        g if g["name"] in keep else {k: v for k, v in g.items() if k != "ipam_range"}
+        for g in given["node_groups"]
+    ]
+    return {**given, "ipam_range": "10.200.0.0/16", "ipam_type": ipam_type}
+
+
+@pytest.mark.parametrize("ipam_type", ["whereabouts", "nv-ipam"])
+def test_one_global_range_is_split_once_over_every_groups_rails(ipam_type):
+    """Four a100 rails and eight h100 rails take 12 of 16 equal parts of the one range, group
+    by group, rail by rail: none overlaps (with nv-ipam, where each network has a pool of its
+    own, that was refused before)."""
+    import ipaddress
+
+    plan = build_plan(_groups_on_one_range(ipam_type))
+    ranges = [(g["name"], r["ipam"]["range"]) for g in plan["groups"] for r in g["rails"]]
+    assert ranges == [
+        *[("a100", f"10.200.{16 * i}.0/20") for i in range(4)],
+        *[("h100", f"10.200.{16 * i}.0/20") for i in range(4, 12)],
+    ]
+    networks = [ipaddress.ip_network(r) for _g, r in ranges]
+    assert not any(a.overlaps(b) for i, a in enumerate(networks) for b in networks[i + 1 :])
+    part = plan["groups"][1]["rails"][0]["ipam"]["part_of"]
+    assert part == {"variable": "gpudirect_rdma_ipam_range", "range": "10.200.0.0/16"}
+    assert build_plan(_groups_on_one_range(ipam_type)) == plan, "the split is deterministic"
+
+
+def test_a_groups_own_range_wins_and_the_others_share_the_global_one():
+    plan = build_plan(_groups_on_one_range(keep=("a100",)))
+    a100, h100 = plan["groups"]
+    assert [r["ipam"]["range"] for r in a100["rails"]] == [f"10.110.{i}.0/24" for i in range(4)], (
+        "its own 10.110.0.0/22, split over its four rails as before"
+    )
+    assert [r["ipam"]["range"] for r in h100["rails"]] == [
+        f"10.200.{32 * i}.0/19" for i in range(8)
+    ], "the global range, split over the only eight rails that take it"
