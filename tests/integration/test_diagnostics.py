@@ -11,6 +11,10 @@ from pathlib import Path
 
 import yaml
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+)
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, free_port
 from tests.integration.test_site import nodes_for, recap, site
 from tests.integration.test_verify import verify, verify_pods_left
@@ -43,17 +47,25 @@ def printed(output: str, folder: Path) -> Path:
 
 
 def test_a_site_run_that_fails_on_a_gate_leaves_an_archive_naming_the_gate_and_its_objects(
-    run_playbook, harness, custom, knobs, tmp_path
+    run_playbook, harness, core, custom, knobs, tmp_path
 ):
     nodes_for(harness, "host-device-roce")
     # The GPU Operator comes after the failing gate, and this inventory does not ask for the
-    # Maintenance Operator; an earlier test of this worker may have left either installed.
+    # Maintenance Operator; an earlier test of this worker may have left either installed. The
+    # archive reads the collection's namespaces only: other tests' CSVs in their own unlabelled
+    # namespaces are not among them.
+    owned = {
+        namespace.metadata.name
+        for namespace in core.list_namespace(
+            label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+        ).items
+    }
     installed_before = {
         csv["metadata"]["namespace"]
         for csv in custom.list_cluster_custom_object(
             "operators.coreos.com", "v1alpha1", "clusterserviceversions"
         )["items"]
-    }
+    } & owned
     knobs({"network_operator": {"never_ready": True}})
     result = site(
         run_playbook,
