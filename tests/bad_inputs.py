@@ -563,14 +563,19 @@ CASES: list[BadInput] = [
     ),
     # -- combinations --------------------------------------------------------------------------
     BadInput(
-        "vlan-on-infiniband", SLI, V + "vlan", "100", "no vlan on InfiniBand", set={"vlan": 100}
+        "vlan-on-infiniband",
+        SLI,
+        V + "vlan",
+        "100",
+        "no value: only a node group with method sriov_legacy over roce (SriovNetwork.vlan",
+        set={"vlan": 100},
     ),
     BadInput(
         "vlan-with-shared-device",
         SDR,
         V + "vlan",
         "10",
-        "only sriov_legacy over roce",
+        "only a node group with method sriov_legacy over roce",
         set={"vlan": 10},
     ),
     BadInput(
@@ -578,7 +583,7 @@ CASES: list[BadInput] = [
         SLR,
         V + "ib_link_state",
         "'enable'",
-        "unset unless method is sriov_legacy over infiniband",
+        "no value: only a node group with method sriov_legacy over infiniband",
         set={"ib_link_state": "enable"},
     ),
     BadInput(
@@ -1091,8 +1096,75 @@ CASES: list[BadInput] = [
         SLI,
         f"{V}roce_pfc_priority",
         "4",
-        "no value when every node group runs InfiniBand: roceOptimized (the RoCE QoS) is for RoCE",
+        "on a RoCE node group: roceOptimized, the RoCE QoS, is for RoCE only",
         set={"nic_configuration": True, "nic_type": ["ConnectX-7"], "roce_pfc_priority": 4},
+    ),
+    # -- settings that nothing in the plan would use (plan/unused.py) ---------------------------
+    BadInput(
+        "nic-type-without-nic-configuration",
+        SDR,
+        f"{V}nic_type",
+        "['ConnectX-7']",
+        "no value: only gpudirect_rdma_nic_configuration: true (the NIC Configuration Operator's "
+        "templates) uses it, and this plan has none",
+        set={"nic_type": ["ConnectX-7"]},
+    ),
+    BadInput(
+        "roce-pfc-priority-without-nic-configuration",
+        SDR,
+        f"{V}roce_pfc_priority",
+        "'4'",
+        "no value or its default 3: only gpudirect_rdma_nic_configuration: true",
+        extra={"roce_pfc_priority": "4"},
+    ),
+    BadInput(
+        "maintenance-budget-without-nic-configuration",
+        SLR,
+        f"{V}maintenance_max_parallel",
+        "'25%'",
+        "no value or its default '1': only gpudirect_rdma_nic_configuration: true (the "
+        "Maintenance Operator it installs)",
+        extra={"maintenance_max_parallel": "25%"},
+    ),
+    BadInput(
+        "num-vfs-with-shared-device",
+        SDR,
+        f"{V}sriov_num_vfs",
+        "4",
+        "no value or its default 8: only a node group with method sriov_legacy uses it",
+        set={"sriov_num_vfs": 4},
+    ),
+    BadInput(
+        "rdma-hca-max-with-sriov-legacy",
+        SLR,
+        f"{V}rdma_hca_max",
+        "10",
+        "only a node group with method shared_device uses it",
+        set={"rdma_hca_max": 10},
+    ),
+    BadInput(
+        "block-size-with-whereabouts",
+        SDR,
+        f"{V}ipam_per_node_block_size",
+        "32",
+        "only gpudirect_rdma_ipam_type: nv-ipam (IPPool perNodeBlockSize) uses it",
+        set={"ipam_per_node_block_size": 32},
+    ),
+    BadInput(
+        "unknown-name-with-the-prefix",
+        SDR,
+        V + "monitoring",
+        None,
+        "not a variable of gpudirect.rdma (its inputs: ansible-doc gpudirect.rdma.plan",
+        set={"monitoring": True},
+    ),
+    BadInput(
+        "num-vfs-of-a-shared-device-group",
+        NG,
+        f"{V}node_groups[0].sriov_num_vfs",
+        "4",
+        "no value: only a node group with method sriov_legacy uses it, and group",
+        set={"node_groups": _groups(sriov_num_vfs=4)},
     ),
 ]
 

@@ -5,7 +5,8 @@ inventory variables are the same names with the `gpudirect_rdma_` prefix) and re
 that every builder reads; `check_inventory(variables)`, what a playbook runs first, checks the
 names, the plan and the settings. Every bad value raises `PlanError` naming the variable, the value
 and what is allowed, before anything is written anywhere. The rules are split by subject:
-inputs.py (the declaration, one input alone), rails.py, operators.py, settings.py, checks.py.
+inputs.py (the declaration, one input alone), rails.py, groups.py, operators.py, settings.py,
+nic_configuration.py, unused.py (a setting nothing in the plan would use), checks.py.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 
-from . import checks, nic_configuration, rails
+from . import checks, nic_configuration, rails, unused
 from .checks import PlanError
 from .inputs import Inputs, node_selector
 
@@ -132,8 +132,11 @@ def groups(inputs: Inputs, default_driver: str) -> list[dict]:
     """The plan's node groups, each with its network (rails.network) and its DOCA driver
     version; one implicit group (name None) without gpudirect_rdma_node_groups."""
     entries = _entries(inputs)
+    nic_configuration = inputs.checked("nic_configuration")
     if not entries:
-        return [_group(inputs, None, default_driver)]
+        result = [_group(inputs, None, default_driver)]
+        unused.refuse_unused(inputs, [inputs], result, nic_configuration)
+        return result
     if inputs["interfaces"] is not None and all("interfaces" in e for e in entries):
         # Never silently unused (an AAP survey's answer, say).
         raise PlanError(
@@ -169,6 +172,7 @@ def groups(inputs: Inputs, default_driver: str) -> list[dict]:
         for entry, group_inputs, part in zip(entries, each, shared, strict=True)
     ]
     _apart(inputs, result)
+    unused.refuse_unused(inputs, each, result, nic_configuration)
     return result
 
 

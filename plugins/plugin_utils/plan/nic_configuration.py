@@ -12,7 +12,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_config
 )
 
 from .checks import PlanError
-from .inputs import DEFAULTS, Inputs
+from .inputs import Inputs
 
 _DEVICE_ID = re.compile(r"^[0-9a-f]{4}$")
 _BUDGET = re.compile(r"^([0-9]+)%?$")
@@ -69,27 +69,9 @@ def _budget(inputs: Inputs, key: str, low: int) -> int | str | None:
     return int(match.group(1))
 
 
-def _roce_qos_on_infiniband(inputs: Inputs, groups: list[dict]) -> None:
-    """RoCE QoS asked for where no group runs RoCE: the templates carry roceOptimized on RoCE
-    only (the NIC Configuration Operator refuses it with linkType Infiniband, IncorrectSpec), so
-    the value would silently go unused."""
-    if any(group["fabric"] == "roce" for group in groups):
-        return
-    for key in ("roce_pfc_priority", "roce_qos_trust"):
-        if inputs[key] != DEFAULTS[key]:
-            raise PlanError(
-                inputs.name(key),
-                inputs[key],
-                "no value when every node group runs InfiniBand: roceOptimized (the RoCE QoS) "
-                "is for RoCE only, and the NIC Configuration Operator refuses it with linkType "
-                "Infiniband (IncorrectSpec)",
-            )
-
-
 def settings(inputs: Inputs, groups: list[dict]) -> dict:
     """plan['nic_configuration']: on or off, the RoCE QoS, the firmware reset, the Maintenance
     Operator's budgets. The NIC types are per node group (groups.py)."""
-    _roce_qos_on_infiniband(inputs, groups)
     priority = inputs.checked("roce_pfc_priority")
     return {
         "enabled": inputs.checked("nic_configuration"),

@@ -64,31 +64,11 @@ def network(inputs: Inputs, group: str | None = None, shared: SharedRange | None
             num_vfs,
             f"at most {MAX_VFS_INFINIBAND} VFs per PF on InfiniBand",
         )
-    vlan = inputs["vlan"]
-    if vlan is not None:
-        if fabric == "infiniband":
-            raise PlanError(
-                inputs.name("vlan"),
-                vlan,
-                "no vlan on InfiniBand (SriovIBNetwork has none): leave it unset",
-            )
-        if method != "sriov_legacy":
-            raise PlanError(
-                inputs.name("vlan"),
-                vlan,
-                "no vlan with method " + method + ": only sriov_legacy over roce "
-                "tags VF traffic (SriovNetwork.vlan)",
-            )
-        vlan = inputs.checked("vlan")
-    link_state = inputs["ib_link_state"]
-    if link_state is not None:
-        if not (fabric == "infiniband" and method == "sriov_legacy"):
-            raise PlanError(
-                inputs.name("ib_link_state"),
-                link_state,
-                "unset unless method is sriov_legacy over infiniband (SriovIBNetwork)",
-            )
-        link_state = inputs.checked("ib_link_state")
+    # Where this group does not use them they are None; a value no group uses is refused
+    # (unused.py).
+    sriov = method == "sriov_legacy"
+    vlan = inputs.checked("vlan") if sriov and fabric == "roce" else None
+    link_state = inputs.checked("ib_link_state") if sriov and fabric == "infiniband" else None
     ipam_type = inputs.checked("ipam_type")
     rails = _rails(inputs, method, fabric, group, shared)
     block_size = inputs.checked("ipam_per_node_block_size")

@@ -131,10 +131,16 @@ def check_settings(given: Mapping) -> dict:
 
 
 class MisspeltVariable(PlanError):
-    """A variable that is none of the collection's but looks like one, or is an old name."""
+    """A variable that is none of the collection's: an old name, a misspelt one, or (with the
+    collection's prefix) any other."""
 
-    def __init__(self, name: str, meant: str):
-        if name.removeprefix(PREFIX) == meant:
+    def __init__(self, name: str, meant: str | None):
+        if meant is None:
+            hint = (
+                "not a variable of gpudirect.rdma (its inputs: ansible-doc gpudirect.rdma.plan; "
+                "its settings: the roles' READMEs)"
+            )
+        elif name.removeprefix(PREFIX) == meant:
             role = meant.split("_", 1)[0]
             hint = f"renamed; set {meant}, the name the {role} role reads"
         else:
@@ -144,14 +150,16 @@ class MisspeltVariable(PlanError):
         ValueError.__init__(self, f"{name}: {hint}")
 
 
-def unknown_variables(names: Iterable[str], scope: str = "all") -> list[tuple[str, str]]:
+def unknown_variables(names: Iterable[str], scope: str = "all") -> list[tuple[str, str | None]]:
     """(name, the variable meant) for each name that is an old name of a setting or looks like a
-    misspelt variable: of the plan's inputs and the settings, or (scope 'settings') the settings."""
+    misspelt variable: of the plan's inputs and the settings, or (scope 'settings') the settings.
+    With scope 'all', every other name with the collection's prefix too, meant None where no
+    variable is close (a settings role's prefix also starts the roles' own facts, which pass)."""
     candidates = {name.removeprefix(PREFIX): name for name in settings()}
     if scope == "all":
         candidates.update((key, PREFIX + key) for key in DEFAULTS)
     known = {*settings(), PREFIX + "plan", *(PREFIX + key for key in DEFAULTS)}
-    found = []
+    found: list[tuple[str, str | None]] = []
     for name in names:
         if name in known or not watched(name) or name.startswith(PREFIX + "aap_"):
             continue  # gpudirect_rdma_aap_*: aap_configure.yml's own settings
@@ -159,5 +167,8 @@ def unknown_variables(names: Iterable[str], scope: str = "all") -> list[tuple[st
         meant = (
             [bare] if bare in settings() else difflib.get_close_matches(bare, candidates, 1, 0.85)
         )
-        found.extend((name, candidates[match]) for match in meant)
+        if meant:
+            found.append((name, candidates[meant[0]]))
+        elif scope == "all" and name.startswith(PREFIX):
+            found.append((name, None))
     return found

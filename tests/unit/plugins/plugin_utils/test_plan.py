@@ -327,9 +327,9 @@ BAD_INPUTS = [
     ({"sriov_num_vfs": 128}, "gpudirect_rdma_sriov_num_vfs", "from 1 to 127"),
     ({"sriov_priority": 100}, "gpudirect_rdma_sriov_priority", "from 0 to 99"),
     ({"sriov_policy_name": "Policy"}, "gpudirect_rdma_sriov_policy_name", "a DNS-1123 name"),
-    ({**IB_SRIOV, "vlan": 100}, "gpudirect_rdma_vlan", "no vlan on InfiniBand"),
-    ({**IB_SRIOV, "vlan": 0}, "gpudirect_rdma_vlan", "no vlan on InfiniBand"),
-    ({"vlan": 10}, "gpudirect_rdma_vlan", "only sriov_legacy over roce"),
+    ({**IB_SRIOV, "vlan": 100}, "gpudirect_rdma_vlan", "sriov_legacy over roce (SriovNetwork"),
+    ({**IB_SRIOV, "vlan": 0}, "gpudirect_rdma_vlan", "sriov_legacy over roce (SriovNetwork"),
+    ({"vlan": 10}, "gpudirect_rdma_vlan", "only a node group with method sriov_legacy over roce"),
     ({"method": "sriov_legacy", "vlan": 4095}, "gpudirect_rdma_vlan", "from 0 to 4094"),
     ({"ib_link_state": "enable"}, "gpudirect_rdma_ib_link_state", "sriov_legacy over infiniband"),
     (
@@ -460,6 +460,11 @@ def test_misspelt_variables_are_found():
     assert unknown_variables(
         ["gpudirect_rdma_ipam_rnage", "gpudirect_rdma_method", "gpudirect_rdma_render_dir", "x"]
     ) == [("gpudirect_rdma_ipam_rnage", "gpudirect_rdma_ipam_range")]
+    # Any other name with the collection's prefix is refused too, with no suggestion.
+    assert unknown_variables(["gpudirect_rdma_monitoring", "verify_result"]) == [
+        ("gpudirect_rdma_monitoring", None)
+    ]
+    assert unknown_variables(["gpudirect_rdma_monitoring"], scope="settings") == []
 
 
 def test_old_and_misspelt_names_of_settings_name_the_setting():
@@ -631,3 +636,86 @@ def test_a_groups_own_range_wins_and_the_others_share_the_global_one():
     assert [r["ipam"]["range"] for r in h100["rails"]] == [
         f"10.200.{32 * i}.0/19" for i in range(8)
     ], "the global range, split over the only eight rails that take it"
+
+
+def _mixed_groups(**first) -> dict:
+    """The node-groups example with its a100 group on SR-IOV legacy over RoCE (first: more of its
+    keys), its h100 group on shared device over InfiniBand."""
+    from tests.unit.inventories import inputs
+
+    given = inputs("node-groups")
+    a100, h100 = given["node_groups"]
+    return {**given, "node_groups": [{**a100, "method": "sriov_legacy", **first}, h100]}
+
+
+def test_a_global_setting_one_group_uses_is_taken_and_the_other_group_ignores_it():
+    plan = build_plan({**_mixed_groups(), "vlan": 10, "sriov_num_vfs": 4, "rdma_hca_max": 32})
+    a100, h100 = plan["groups"]
+    assert (a100["sriov"]["vlan"], a100["sriov"]["num_vfs"]) == (10, 4)
+    assert (h100["method"], h100["sriov"]["vlan"], h100["shared_device"]["rdma_hca_max"]) == (
+        "shared_device",
+        None,
+        32,
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "variable", "expected"),
+    [
+        # Set in a group that does not use it: that group's key is named.
+        (
+            {"node_groups_1": {"sriov_num_vfs": 4}},
+            "gpudirect_rdma_node_groups[1].sriov_num_vfs",
+            "only a node group with method sriov_legacy uses it, and group h100 is not one",
+        ),
+        # Global, and every group that takes it does not use it (the sriov group has its own).
+        (
+            {"first": {"sriov_num_vfs": 2}, "sriov_num_vfs": 4},
+            "gpudirect_rdma_sriov_num_vfs",
+            "no node group that takes this variable (sets no value of its own) is one",
+        ),
+        # ib_link_state: the InfiniBand group is shared device, the SR-IOV group RoCE.
+        (
+            {"ib_link_state": "enable"},
+            "gpudirect_rdma_ib_link_state",
+            "only a node group with method sriov_legacy over infiniband",
+        ),
+        (
+            {"nic_type": ["ConnectX-7"]},
+            "gpudirect_rdma_nic_type",
+            "only gpudirect_rdma_nic_configuration: true",
+        ),
+        (
+            {"first": {"nic_type": ["ConnectX-7"]}},
+            "gpudirect_rdma_node_groups[0].nic_type",
+            "only gpudirect_rdma_nic_configuration: true",
+        ),
+    ],
+)
+def test_a_setting_no_group_would_use_is_refused_naming_what_would(given, variable, expected):
+    given = dict(given)
+    inventory = _mixed_groups(**given.pop("first", {}))
+    if "node_groups_1" in given:
+        inventory["node_groups"][1] = {**inventory["node_groups"][1], **given.pop("node_groups_1")}
+    with pytest.raises(PlanError) as raised:
+        build_plan({**inventory, **given})
+    assert raised.value.variable == variable
+    assert expected in str(raised.value), str(raised.value)
+
+
+def test_a_setting_at_its_default_is_never_refused_as_unused():
+    """An AAP survey sends every answer, the defaults included, and as strings."""
+    from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.unused import USES
+
+    as_a_survey_writes = {
+        key: "" if DEFAULTS[key] is None else str(DEFAULTS[key]).lower()
+        for key in USES
+        if not isinstance(DEFAULTS[key], list)
+    }
+    assert build_plan({**BASE, **as_a_survey_writes})["method"] == "shared_device"
+
+
+def test_every_input_the_rule_knows_is_an_input_of_the_plan():
+    from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.unused import USES
+
+    assert set(USES) <= set(DEFAULTS)

@@ -1,0 +1,133 @@
+"""One rule for settings that nothing in the plan would use: each input that only some plans use
+is listed once with what uses it, and a value the user set (anything but its default) that no node
+group would use is refused, naming what would use it. An AAP survey sends every answer, its
+defaults included: a value equal to the default is never refused.
+
+A value set in a node group must be used by that group; a global value must be used by at least
+one group that takes it (one without its own value of that key)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .checks import PlanError
+from .inputs import DEFAULTS, OPTIONS, PREFIX, Inputs
+
+
+@dataclass(frozen=True)
+class Use:
+    """What uses an input: a test of one built group (rails.network's result, with the inputs it
+    came from and whether the NIC firmware opt-in is on), and the words that name it."""
+
+    uses: Callable[[dict, Inputs, bool], bool]
+    by: str
+
+
+def _method(method: str, fabric: str | None = None) -> Callable[[dict, Inputs, bool], bool]:
+    return lambda group, _inputs, _nic: (
+        group["method"] == method and (fabric is None or group["fabric"] == fabric)
+    )
+
+
+def _nic_configuration(group: dict, _inputs: Inputs, nic: bool) -> bool:
+    return nic
+
+
+def _roce_qos(group: dict, _inputs: Inputs, nic: bool) -> bool:
+    return nic and group["fabric"] == "roce"
+
+
+def _nv_ipam(group: dict, _inputs: Inputs, _nic: bool) -> bool:
+    return group["ipam"]["type"] == "nv-ipam"
+
+
+_NIC = f"{PREFIX}nic_configuration: true (the NIC Configuration Operator's templates)"
+_MAINTENANCE = f"{PREFIX}nic_configuration: true (the Maintenance Operator it installs)"
+_SRIOV = "a node group with method sriov_legacy"
+USES: dict[str, Use] = {
+    "nic_type": Use(_nic_configuration, _NIC),
+    "nic_firmware_reset": Use(_nic_configuration, _NIC),
+    "roce_pfc_priority": Use(
+        _roce_qos,
+        f"{_NIC} on a RoCE node group: roceOptimized, the RoCE QoS, is for RoCE only, and the "
+        "NIC Configuration Operator refuses it with linkType Infiniband (IncorrectSpec)",
+    ),
+    "maintenance_max_parallel": Use(_nic_configuration, _MAINTENANCE),
+    "maintenance_max_unavailable": Use(_nic_configuration, _MAINTENANCE),
+    "maintenance_timeout_seconds": Use(_nic_configuration, _MAINTENANCE),
+    "rdma_hca_max": Use(_method("shared_device"), "a node group with method shared_device"),
+    "shared_device_resource_name": Use(
+        _method("shared_device"), "a node group with method shared_device"
+    ),
+    "host_device_resource_name": Use(
+        _method("host_device"), "a node group with method host_device"
+    ),
+    "sriov_num_vfs": Use(_method("sriov_legacy"), _SRIOV),
+    "sriov_resource_name": Use(_method("sriov_legacy"), _SRIOV),
+    "sriov_policy_name": Use(_method("sriov_legacy"), _SRIOV),
+    "sriov_priority": Use(_method("sriov_legacy"), _SRIOV),
+    "vlan": Use(
+        _method("sriov_legacy", "roce"),
+        "a node group with method sriov_legacy over roce (SriovNetwork.vlan; InfiniBand and the "
+        "other methods tag no VF traffic)",
+    ),
+    "ib_link_state": Use(
+        _method("sriov_legacy", "infiniband"),
+        "a node group with method sriov_legacy over infiniband (SriovIBNetwork.linkState)",
+    ),
+    "ipam_per_node_block_size": Use(
+        _nv_ipam, f"{PREFIX}ipam_type: nv-ipam (IPPool perNodeBlockSize)"
+    ),
+}
+USES["roce_qos_trust"] = USES["roce_pfc_priority"]
+
+
+def _value(inputs: Inputs, key: str) -> Any:
+    """A value as the plan reads it (a survey's 'true' is True, '3' is 3), text compared as
+    written otherwise ('1' and 1 budgets alike); None when unset. Every value is checked already."""
+    value = inputs[key]
+    if value in (None, "") or value == []:
+        return None
+    if OPTIONS[key].get("type") in ("bool", "int"):
+        return inputs.checked(key)
+    return str(value).strip().lower()
+
+
+def _set(inputs: Inputs, key: str) -> bool:
+    return _value(inputs, key) not in (None, _value(Inputs({}), key))
+
+
+def _unused(use: Use, default: Any, where: str) -> str:
+    kept = "no value" if default in (None, "", []) else f"no value or its default {default!r}"
+    return f"{kept}: only {use.by} uses it, and {where}"
+
+
+def refuse_unused(
+    inputs: Inputs, each: list[Inputs], built: list[dict], nic_configuration: bool
+) -> None:
+    """Raise PlanError for the first input set where no group would use it. inputs: the global
+    ones; each: every group's inputs (the global ones with the group's keys over them, naming
+    those keys as the group's), in order; built: the groups rails.network made of them."""
+    several = len(built) > 1
+    for key, use in USES.items():
+        takers = []
+        for group_inputs, group in zip(each, built, strict=True):
+            used = use.uses(group, group_inputs, nic_configuration)
+            own = group_inputs.name(key) != inputs.name(key)
+            if own and not used and _value(group_inputs, key) is not None:
+                raise PlanError(
+                    group_inputs.name(key),
+                    group_inputs[key],
+                    _unused(use, None, f"group {group['name']} is not one"),
+                )
+            if not own:
+                takers.append(used)
+        if _set(inputs, key) and not any(takers):
+            where = (
+                "no node group that takes this variable (sets no value of its own) is one"
+                if several
+                else "this plan has none"
+            )
+            raise PlanError(inputs.name(key), inputs[key], _unused(use, DEFAULTS[key], where))
