@@ -305,15 +305,8 @@ def rerun(plane, harness, kubectl: str, work: Path, methods) -> dict:
     for name in methods:
         nodes_for(harness, build_plan(inventory_inputs(name)))
         site(plane, inventory(name))
-        # The operand image site.yml took from the installed NFD CSV: given to site.yml and to
-        # render.yml alike, so the rendered tree holds the objects site.yml applies.
-        instance = client.CustomObjectsApi(api_client(plane.harness_kubeconfig))
-        nfd = instance.list_cluster_custom_object(
-            "nfd.openshift.io", "v1", "nodefeaturediscoveries"
-        )["items"][0]
-        extra = ["-e", f"gpudirect_rdma_nfd_operand_image={nfd['spec']['operand']['image']}"]
-        measured = measured_rerun(plane, inventory(name), *extra)
-        measured["side_by_side"] = side_by_side(plane, kubectl, inventory(name), work / name, extra)
+        measured = measured_rerun(plane, inventory(name))
+        measured["side_by_side"] = side_by_side(plane, kubectl, inventory(name), work / name, [])
         results[name] = measured
     print(
         f"\n{'converged re-run':<22}{'site s':>8}{'k8s task s':>12}{'floor s':>9}{'site/k8s':>10}"

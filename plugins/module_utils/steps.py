@@ -184,7 +184,7 @@ STEPS = (
         title="Node Feature Discovery",
         role="nfd",
         operator="nfd",
-        operand=lambda plan, csv: [nfd.node_feature_discovery(plan, csv)],
+        operand=lambda plan, csv: [nfd.node_feature_discovery(plan)],
         kinds=(("nfd.openshift.io/v1", "NodeFeatureDiscovery"),),
         gates=lambda plan, settings: gates.nfd_gates(plan, settings.get("min_nodes", 1)),
         settings={
@@ -192,7 +192,6 @@ STEPS = (
             "ready_timeout": "nfd_labels_timeout",
             "min_nodes": "nfd_min_nodes",
         },
-        needs_csv=True,
         wave=1,
     ),
     Step(

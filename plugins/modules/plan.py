@@ -308,12 +308,14 @@ options:
         says where the Secret goes), never written by C(render.yml); keep it in Ansible Vault or an AAP credential.
     type: str
   openshift_version:
-    description: OpenShift minor version, used for the default NFD operand image when the NFD CSV gives none.
-      Quote it in YAML (C("4.20")); unquoted, 4.20 is the number 4.2 and fails.
+    description: OpenShift minor version the inventory is written for; preflight warns when the cluster runs
+      another. Quote it in YAML (C("4.20")); unquoted, 4.20 is the number 4.2 and fails.
     type: str
     default: "4.20"
   nfd_operand_image:
-    description: NFD operand image. Default from the installed NFD CSV, else Red Hat's image for C(openshift_version).
+    description: NFD operand image, pinned in the NodeFeatureDiscovery. Unset, the instance names none and the NFD
+      operator runs its own (its CSV's), which moves with every operator upgrade; a pinned image does not
+      (the operator then reports C(OperandImagePinned)).
     type: str
   machine_config_role:
     description: MachineConfigPool role the MachineConfigs target.

@@ -58,3 +58,15 @@ def server_side_dry_run(resources, obj: dict) -> dict:
         dry_run="All",
         field_validation="Strict",
     ).to_dict()
+
+
+def assert_kept(stored, sent, path="") -> None:
+    """Everything sent is stored unchanged: nothing pruned or rewritten (the server may add
+    its schema defaults and metadata, an operator its status)."""
+    if isinstance(sent, dict):
+        assert isinstance(stored, dict), f"{path}: stored {stored!r}"
+        for key, value in sent.items():
+            assert key in stored, f"{path}.{key} was pruned by the server"
+            assert_kept(stored[key], value, f"{path}.{key}")
+    else:
+        assert stored == sent, f"{path}: stored {stored!r}, sent {sent!r}"

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from kubernetes import client
+from kubernetes import client, dynamic
 from kubernetes.client.rest import ApiException
 
+from ansible_collections.gpudirect.rdma.plugins.filter.objects import objects as objects_filter
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     METHOD_COMPONENTS,
@@ -19,6 +20,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, api_client, started
+from tests.integration.helpers import assert_kept
 from tests.simulator.nodes import Hardware, Nic, register_nodes, remove_nodes
 from tests.unit.inventories import NAMES, inputs
 from tests.unit.test_rbac import resource_of
@@ -225,7 +227,24 @@ def test_configuration_converges_and_a_second_run_writes_nothing(
     # ... and took the converged check's word for it: no step ran
     assert "the cluster already is as planned" in " ".join(second.stdout.split())
     assert "TASK [gpudirect.rdma.nfd" not in second.stdout
-    assert_converged(build_plan(inputs(inventory)), custom, core)
+    plan = build_plan(inputs(inventory))
+    assert_converged(plan, custom, core)
+    assert_holds_what_render_writes(plan, harness)
+
+
+def assert_holds_what_render_writes(plan: dict, harness) -> None:
+    """site.yml applied, field for field, what render.yml writes for the inventory: the objects
+    filter's objects, which test_render proves are the rendered tree's (the NFD operand image
+    and the ClusterPolicy included, which site.yml could take from the installed CSVs)."""
+    resources = dynamic.DynamicClient(harness).resources
+    for obj in objects_filter(plan):
+        name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
+        api = resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        stored = api.get(name=name, namespace=namespace).to_dict()
+        where = f"{obj['kind']} {namespace or ''}/{name}"
+        assert_kept(stored["metadata"], obj["metadata"], where + " metadata")
+        for key in set(obj) - {"apiVersion", "kind", "metadata"}:
+            assert_kept(stored.get(key), obj[key], f"{where} {key}")
 
 
 def test_a_converged_cluster_changed_by_hand_is_put_back_by_the_steps(
@@ -390,10 +409,8 @@ def test_a_role_works_alone_from_a_three_line_playbook(
         instance = custom.get_namespaced_custom_object(
             "nfd.openshift.io", "v1", "openshift-nfd", "nodefeaturediscoveries", "nfd-instance"
         )
-        assert (
-            instance["spec"]["operand"]["image"]
-            == "quay.io/openshift/origin-node-feature-discovery:5.0"
-        )
+        # No image pinned: the operator runs its own (its CSV's NODE_FEATURE_DISCOVERY_IMAGE).
+        assert instance["spec"]["operand"] == {"servicePort": 12000}
     else:
         policy = custom.get_cluster_custom_object(
             "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     NFD,
-    alm_example,
     new_object,
 )
 
@@ -18,38 +17,21 @@ sources:
     deviceClassWhitelist: ["02", "03", "0200", "0207", "12"]
     deviceLabelFields: ["vendor"]
 """
-OPERAND_IMAGE_ENV = "NODE_FEATURE_DISCOVERY_IMAGE"
 # The labels NFD then puts on nodes with an NVIDIA GPU, an NVIDIA (Mellanox) NIC.
 GPU_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 NIC_LABEL = "feature.node.kubernetes.io/pci-15b3.present"
 
 
-def operand_image_from_csv(csv: dict | None) -> str | None:
-    """The operand image an NFD CSV ships: its alm-examples, else its operator's environment."""
-    if not csv:
-        return None
-    example = alm_example(csv, "NodeFeatureDiscovery") or {}
-    image = example.get("spec", {}).get("operand", {}).get("image")
-    if image:
-        return image
-    deployments = csv.get("spec", {}).get("install", {}).get("spec", {}).get("deployments", [])
-    for deployment in deployments:
-        for container in (
-            deployment.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
-        ):
-            for env in container.get("env") or []:
-                if env.get("name") == OPERAND_IMAGE_ENV and env.get("value"):
-                    return env["value"]
-    return None
-
-
-def node_feature_discovery(plan: dict, csv: dict | None = None) -> dict:
-    settings = plan["nfd"]
-    image = (
-        settings["operand_image"]
-        or operand_image_from_csv(csv)
-        or settings["default_operand_image"]
-    )
+def node_feature_discovery(plan: dict) -> dict:
+    """The instance; its operand image only where the inventory sets one. Left out, the NFD
+    operator runs its own NODE_FEATURE_DISCOVERY_IMAGE (the CSV's), and moves the operand with it
+    on every operator upgrade; a pinned image stays behind, which the operator reports with its
+    OperandImagePinned condition (openshift/cluster-nfd-operator, getOperandImage in
+    internal/controllers/nodefeaturediscovery_reconciler.go, and commit a314b315). So
+    render.yml, which reads no CSV, writes what site.yml applies."""
+    operand = {"servicePort": 12000}
+    if plan["nfd"]["operand_image"]:
+        operand = {"image": plan["nfd"]["operand_image"], **operand}
     return new_object(
         "nfd.openshift.io/v1",
         "NodeFeatureDiscovery",
@@ -58,7 +40,7 @@ def node_feature_discovery(plan: dict, csv: dict | None = None) -> dict:
         namespace=plan["operators"]["nfd"]["namespace"],
         spec={
             "instance": "",
-            "operand": {"image": image, "servicePort": 12000},
+            "operand": operand,
             "prunerOnDelete": False,
             "topologyUpdater": False,
             "workerConfig": {"configData": WORKER_CONFIG},

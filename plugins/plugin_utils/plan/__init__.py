@@ -94,13 +94,8 @@ def build_plan(given: Mapping) -> dict:
         "image_registry_secret": secret,
         "openshift_version": version,
         "openshift_support": operators.openshift_support(network_release, gpu_release),
-        "nfd": {
-            # An explicit image wins; else the installed CSV's; else the OpenShift release's.
-            "operand_image": nfd_image,
-            "default_operand_image": (
-                "registry.redhat.io/openshift4/ose-node-feature-discovery-rhel9:v" + version
-            ),
-        },
+        # The operator's own image unless the inventory pins one (builders/nfd.py says why).
+        "nfd": {"operand_image": nfd_image},
         "machine_configs": machine_configs(inputs),
         "nic_configuration": nic_configuration.settings(inputs, node_groups),
     }

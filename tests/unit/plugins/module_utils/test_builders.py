@@ -25,6 +25,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
     build_objects,
     component_objects,
     components,
+    step,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.yaml_text import to_yaml
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
@@ -451,46 +452,17 @@ def test_cluster_policy_is_built_on_the_installed_csvs_default():
     assert csv == before, "the CSV passed in is not changed"
 
 
-def test_nfd_operand_image_explicit_then_csv_then_release():
+def test_nfd_pins_an_operand_image_only_where_the_inventory_sets_one():
+    """Unset, the operator runs its own image (its CSV's) and moves it on upgrades; render.yml,
+    which reads no CSV, then writes what site.yml applies."""
     plan = build_plan(inputs("shared-device-roce"))
-    csv = {
-        "metadata": {"annotations": {"alm-examples": "[]"}},
-        "spec": {
-            "install": {
-                "spec": {
-                    "deployments": [
-                        {
-                            "spec": {
-                                "template": {
-                                    "spec": {
-                                        "containers": [
-                                            {
-                                                "env": [
-                                                    {
-                                                        "name": "NODE_FEATURE_DISCOVERY_IMAGE",
-                                                        "value": "quay.io/openshift/nfd:4.20",
-                                                    }
-                                                ]
-                                            }
-                                        ]
-                                    }
-                                }
-                            }
-                        }
-                    ]
-                }
-            }
-        },
-    }
-    assert (
-        nfd.node_feature_discovery(plan, csv)["spec"]["operand"]["image"]
-        == "quay.io/openshift/nfd:4.20"
-    )
-    assert nfd.node_feature_discovery(plan)["spec"]["operand"]["image"] == (
-        "registry.redhat.io/openshift4/ose-node-feature-discovery-rhel9:v4.20"
-    )
+    assert nfd.node_feature_discovery(plan)["spec"]["operand"] == {"servicePort": 12000}
+    assert not step("nfd").needs_csv
     explicit = build_plan({**inputs("shared-device-roce"), "nfd_operand_image": "mirror/nfd:1"})
-    assert nfd.node_feature_discovery(explicit, csv)["spec"]["operand"]["image"] == "mirror/nfd:1"
+    assert nfd.node_feature_discovery(explicit)["spec"]["operand"] == {
+        "image": "mirror/nfd:1",
+        "servicePort": 12000,
+    }
 
 
 def test_disconnected_registry_and_pull_secrets_reach_every_component():
