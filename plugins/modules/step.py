@@ -171,10 +171,14 @@ OPTIONS = {
 
 
 def message(engine: Engine, names: list[str]) -> str:
-    work = engine.all_work()
-    if engine.check_mode and work:
-        return f"work to do, the steps run: {work[0]}" + (
-            f" (and {len(work) - 1} more)" if len(work) > 1 else ""
+    work = [*engine.object_work(), *engine.work]
+    adoption = engine.adoption_line()
+    if engine.check_mode and (work or adoption):
+        first = (
+            [work[0] + (f" (and {len(work) - 1} more)" if len(work) > 1 else "")] if work else []
+        )
+        return "work to do, the steps run: " + "; ".join(
+            [*first, *([adoption] if adoption else [])]
         )
     results = engine.applier.results
     unchanged = sum(1 for r in results if r["action"] == "unchanged")
@@ -189,7 +193,9 @@ def message(engine: Engine, names: list[str]) -> str:
         f"{sum(1 for r in results if r['action'] == action)} {action}"
         for action in ("created", "updated", "deleted", "unchanged")
     )
-    return f"{', '.join(names)}: {counts}; {operators} operators Succeeded, {gates} gates met"
+    return f"{', '.join(names)}: {counts}; {operators} operators Succeeded, {gates} gates met" + (
+        f"; {adoption}" if adoption else ""
+    )
 
 
 def roles(engine: Engine, names: list[str]) -> list[str]:

@@ -8,6 +8,7 @@ method prunes the old files."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,7 +20,7 @@ from kubernetes import dynamic
 from ansible_collections.gpudirect.rdma.plugins.filter.objects import objects as objects_filter
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client, started
-from tests.integration.helpers import server_side_dry_run
+from tests.integration.helpers import assert_kept, server_side_dry_run
 from tests.unit.inventories import NAMES, inputs
 
 RENDER = REPO_ROOT / "playbooks" / "render.yml"
@@ -51,18 +52,6 @@ def build(control_plane, tree: Path) -> list[dict]:
     )
     assert result.returncode == 0, result.stderr
     return [d for d in yaml.safe_load_all(result.stdout) if d]
-
-
-def assert_kept(stored, sent, path="") -> None:
-    """Everything sent is stored unchanged: nothing pruned or rewritten (the server may add
-    its schema defaults and metadata)."""
-    if isinstance(sent, dict):
-        assert isinstance(stored, dict), f"{path}: stored {stored!r}"
-        for key, value in sent.items():
-            assert key in stored, f"{path}.{key} was pruned by the server"
-            assert_kept(stored[key], value, f"{path}.{key}")
-    else:
-        assert stored == sent, f"{path}: stored {stored!r}, sent {sent!r}"
 
 
 @pytest.fixture(scope="module")
@@ -209,6 +198,45 @@ def test_switching_method_removes_the_old_method_and_keeps_foreign_files(run_pla
     resources = yaml.safe_load((tree / "kustomization.yaml").read_text())["resources"]
     assert "sriov-legacy" in resources
     assert "shared-device" not in resources
+
+
+def test_a_tree_applied_with_kubectl_is_taken_over_by_site_in_one_line(
+    run_playbook, control_plane, harness, tmp_path
+):
+    """docs/gitops.md's `oc apply --server-side` of the tree, then site.yml: every object already
+    holds the planned content, so site.yml writes each once to own its fields, says why in one
+    line, and its next run writes nothing."""
+    from tests.harness.audit import AuditLog
+    from tests.harness.controlplane import ADMIN_USER
+    from tests.integration.test_site import nodes_for, recap, site
+
+    nodes_for(harness, "shared-device-roce")
+    tree = tmp_path / "tree"
+    render(run_playbook, "shared-device-roce", tree)
+    applied = subprocess.run(
+        [
+            kubectl(control_plane),
+            "--kubeconfig",
+            str(control_plane.kubeconfig),
+            "apply",
+            "--server-side",
+            "-k",
+            str(tree),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert applied.returncode == 0, applied.stderr
+    first = " ".join(site(run_playbook, "shared-device-roce").stdout.split())
+    lines = re.findall(r"\d+ object\(s\) already hold the planned content[^\"]*", first)
+    assert lines, first[-3000:]
+    assert "applied once, its content unchanged, so that gpudirect.rdma owns its fields" in lines[0]
+    assert "not yet managed" not in first, "no object is named on a line of its own"
+    audit = AuditLog(control_plane.audit_log).mark()
+    second = site(run_playbook, "shared-device-roce")
+    assert recap(second.stdout)["changed"] == 0
+    assert audit.writes(ADMIN_USER) == []
 
 
 def test_survey_answers_as_extra_variables_plan_the_rails(run_playbook, tmp_path):

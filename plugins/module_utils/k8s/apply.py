@@ -129,6 +129,16 @@ def applied_by(live: dict, manager: str = FIELD_MANAGER) -> bool:
     )
 
 
+# The one reason of an object that holds the planned content under another field manager
+# (`oc apply --server-side` of the rendered tree, say): applying it once makes the collection an
+# owner of its fields, without which a later plan that drops a field could not remove it.
+ADOPTING = "not yet managed by " + FIELD_MANAGER
+
+
+def adopting(result: dict) -> bool:
+    return result["action"] == "updated" and result.get("reasons") == [ADOPTING]
+
+
 def decide(desired: dict, live: dict | None) -> tuple[str, list[str]]:
     """What to do with one object: ('create'|'update'|'unchanged', reasons)."""
     if live is None:
@@ -140,7 +150,7 @@ def decide(desired: dict, live: dict | None) -> tuple[str, list[str]]:
     if stale:
         reasons.append("no longer set: " + ", ".join(sorted(stale)))
     if not reasons and not applied_by(live):
-        reasons.append("not yet managed by " + FIELD_MANAGER)
+        reasons.append(ADOPTING)
     return ("update" if reasons else "unchanged"), reasons
 
 

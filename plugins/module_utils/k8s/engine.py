@@ -19,7 +19,11 @@ import time
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import olm as olm_objects
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import olm, preflight
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import Applier
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
+    FIELD_MANAGER,
+    Applier,
+    adopting,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import Reads
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.secrets import registry_secret
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
@@ -262,10 +266,27 @@ class Engine:
     def changed(self) -> bool:
         return self.applier.changed
 
+    def adopted(self) -> list[str]:
+        """The objects that held the planned content under another field manager (applied by
+        hand or by a GitOps tool from render.yml's tree), each written once to own its fields."""
+        return [r["object"] for r in self.applier.results if adopting(r)]
+
+    def adoption_line(self) -> str | None:
+        adopted = self.adopted()
+        if not adopted:
+            return None
+        return (
+            f"{len(adopted)} object(s) already hold the planned content, applied by another field "
+            f"manager: each is applied once, its content unchanged, so that {FIELD_MANAGER} owns "
+            "its fields and a later change of the plan can remove one ("
+            + ", ".join(adopted)
+            + ")"
+        )
+
     def object_work(self) -> list[str]:
         lines = []
         for result in self.applier.results:
-            if result["action"] == "unchanged":
+            if result["action"] == "unchanged" or adopting(result):
                 continue
             reasons = "; ".join(result["reasons"])
             lines.append(
@@ -275,7 +296,8 @@ class Engine:
         return lines
 
     def all_work(self) -> list[str]:
-        return [*self.object_work(), *self.work]
+        adoption = self.adoption_line()
+        return [*self.object_work(), *([adoption] if adoption else []), *self.work]
 
 
 __all__ = [

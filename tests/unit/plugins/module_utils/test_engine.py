@@ -241,6 +241,22 @@ def test_an_object_that_differs_is_dry_run_on_the_api_server_and_named(plan):
     assert diff["after"]["spec"]["ofedDriver"]["version"] != "older"
 
 
+def test_objects_another_field_manager_applied_as_planned_are_one_line_of_work(plan):
+    """The rendered tree applied with `oc apply --server-side`: the content is the plan's, the
+    fields are not the collection's. Each is applied once to own them, said in one line."""
+    cluster = converged_cluster(plan)
+    theirs = [{"manager": "kubectl", "operation": "Apply"}]
+    for kind in ("NicClusterPolicy", "ClusterPolicy"):
+        find(cluster, kind)["metadata"]["managedFields"] = theirs
+    (line,) = checked(plan, cluster).all_work()
+    assert line == (
+        "2 object(s) already hold the planned content, applied by another field manager: each is "
+        "applied once, its content unchanged, so that gpudirect.rdma owns its fields and a later "
+        "change of the plan can remove one (NicClusterPolicy nic-cluster-policy, ClusterPolicy "
+        "gpu-cluster-policy)"
+    )
+
+
 def test_an_object_built_on_a_csv_that_differs_is_work(plan):
     cluster = converged_cluster(plan)
     find(cluster, "ClusterPolicy")["spec"]["driver"]["enabled"] = False
