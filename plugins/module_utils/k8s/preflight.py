@@ -259,8 +259,8 @@ def _check_openshift(plan: dict, facts: Facts) -> list[dict]:
                 "openshift-version",
                 "warning",
                 f"gpudirect_rdma_openshift_version is {plan['openshift_version']} but the cluster "
-                f"runs {facts.cluster_version}: set it to {running} (it picks the NFD operand "
-                "image when the NFD CSV gives none)",
+                f"runs {facts.cluster_version}: set it to {running}, the version the "
+                "inventory is written for",
             )
         )
     if len(found) == 1:
@@ -746,10 +746,23 @@ def _interfaces_of(obj: dict) -> set[str]:
     return set()
 
 
+def _methods(plan: dict) -> list[str]:
+    """The methods of the plan's node groups, each once, in the groups' order."""
+    return list(dict.fromkeys(group["method"] for group in plan["groups"]))
+
+
+def _group_label(group: dict) -> str:
+    return f" of group {group['name']}" if group["name"] else ""
+
+
 def _check_methods(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list[dict]:
-    current = plan["method"].replace("_", "-")
+    current = {METHOD_COMPONENTS[method] for method in _methods(plan)}
     planned = {identity(o) for o in objects}
-    wanted = {rail["interface"] for rail in plan["rails"]}
+    # Every group's interfaces, and whose they are (one group's name may be another's too).
+    wanted: dict[str, list[str]] = {}
+    for group in plan["groups"]:
+        for rail in group["rails"]:
+            wanted.setdefault(rail["interface"], []).append(_group_label(group))
     sriov_namespace = plan["operators"]["sriov_network_operator"]["namespace"]
     leaving, conflicts, big_ib = [], [], []
     for obj in facts.method_objects:
@@ -762,16 +775,17 @@ def _check_methods(plan: dict, objects: list[dict], facts: Facts, take_over: boo
             component = labels.get(COMPONENT_LABEL)
             if (
                 component in METHOD_COMPONENTS.values()
-                and component != current
+                and component not in current
                 and name not in planned
             ):
                 leaving.append(f"{name} ({component})")
             continue
         if name in planned:
             continue  # reported by the ownership check
-        shared = _interfaces_of(obj) & wanted
+        shared = sorted(_interfaces_of(obj) & set(wanted))
         if shared:
-            conflicts.append(f"{name} (on {', '.join(sorted(shared))})")
+            where = ", ".join(f"{i}{' and'.join(wanted[i])}" for i in shared)
+            conflicts.append(f"{name} (on {where})")
         spec = obj.get("spec") or {}
         if (
             obj["kind"] == "SriovNetworkNodePolicy"
@@ -785,7 +799,8 @@ def _check_methods(plan: dict, objects: list[dict], facts: Facts, take_over: boo
             finding(
                 "method",
                 "warning",
-                f"switching to {plan['method']}: these objects of another method, created by "
+                f"switching to {', '.join(_methods(plan))}: these objects of another method, "
+                "created by "
                 "gpudirect.rdma, will be removed: " + ", ".join(leaving),
             )
         )
@@ -826,20 +841,24 @@ def _check_rdma_mode(plan: dict, facts: Facts) -> list[dict]:
         for p in facts.pool_configs
         if (p.get("spec") or {}).get("rdmaMode") == "exclusive"
     ]
-    if exclusive and plan["method"] == "shared_device":
+    shared_device = [g for g in plan["groups"] if g["method"] == "shared_device"]
+    if exclusive and shared_device:
+        whose = ", ".join(f"group {g['name']}" for g in shared_device if g["name"])
         return [
             finding(
                 "rdma-mode",
                 "error",
                 "SriovNetworkPoolConfig "
                 + ", ".join(exclusive)
-                + " sets rdmaMode: exclusive, and the shared device method needs the RDMA "
-                "subsystem shared: NVIDIA supports no mixed configuration. Use "
+                + " sets rdmaMode: exclusive, and the shared device method"
+                + (f" ({whose})" if whose else "")
+                + " needs the RDMA subsystem shared: NVIDIA supports no mixed configuration. Use "
                 "gpudirect_rdma_method sriov_legacy or host_device, or set rdmaMode: shared",
             )
         ]
     mode = "exclusive" if exclusive else "shared"
-    return [finding("rdma-mode", "ok", f"RDMA subsystem {mode}; method {plan['method']}")]
+    methods = ", ".join(_methods(plan))
+    return [finding("rdma-mode", "ok", f"RDMA subsystem {mode}; method {methods}")]
 
 
 def _check_single_node(plan: dict, facts: Facts) -> list[dict]:
@@ -883,7 +902,7 @@ def _check_single_node(plan: dict, facts: Facts) -> list[dict]:
                 "single-node",
                 "warning",
                 "single-node OpenShift: verify.yml needs two nodes, and every MachineConfig"
-                + (" and SR-IOV policy change" if plan["method"] == "sriov_legacy" else "")
+                + (" and SR-IOV policy change" if "sriov_legacy" in _methods(plan) else "")
                 + " reboots the only node (the API is away meanwhile)",
             )
         )

@@ -329,6 +329,50 @@ def test_foreign_objects_on_the_interfaces():
     assert messages(findings, "error") == []
 
 
+@pytest.mark.parametrize(
+    ("interface", "group"), [("ens1f0np0", "a100"), ("ibp26s0", "h100"), ("ibp220s0", "h100")]
+)
+def test_a_foreign_policy_on_an_interface_of_any_group_is_an_error_naming_the_group(
+    interface, group
+):
+    plan = plan_of("node-groups")
+    facts = healthy(plan)
+    facts.method_objects = [
+        network("SriovNetworkNodePolicy", "theirs", nicSelector={"pfNames": [interface]})
+    ]
+    findings, _checks = run(plan, facts)
+    (error,) = messages(findings, "error")
+    assert f"theirs (on {interface} of group {group})" in error
+
+
+def _mixed_plan() -> dict:
+    """The node-groups example with its a100 group on SR-IOV legacy over RoCE, its h100 group
+    on shared device over InfiniBand."""
+    given = inputs("node-groups")
+    a100, h100 = given["node_groups"]
+    return build_plan({**given, "node_groups": [{**a100, "method": "sriov_legacy"}, h100]})
+
+
+def test_mixed_methods_are_judged_group_by_group():
+    plan = _mixed_plan()
+    facts = healthy(plan)
+    # The collection's own objects of both methods stay: neither is "another method".
+    facts.method_objects = [
+        {**o, "metadata": {**o["metadata"], "labels": {**OURS, **o["metadata"]["labels"]}}}
+        for o in build_objects(plan)
+        if o["kind"] in ("SriovNetworkNodePolicy", "IPoIBNetwork")
+    ]
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "error") == []
+    assert not any("switching to" in m for m in messages(findings, "warning"))
+    (rdma_mode,) = [f for f in findings if f["check"] == "rdma-mode"]
+    assert rdma_mode["message"] == "RDMA subsystem shared; method sriov_legacy, shared_device"
+    facts.pool_configs = [{"metadata": {"name": "workers"}, "spec": {"rdmaMode": "exclusive"}}]
+    findings, _checks = run(plan, facts)
+    (error,) = messages(findings, "error")
+    assert "the shared device method (group h100) needs the RDMA subsystem shared" in error
+
+
 def test_exclusive_rdma_mode_and_shared_device_never_mix():
     pool = {"metadata": {"name": "workers"}, "spec": {"rdmaMode": "exclusive"}}
     plan = plan_of("shared-device-roce")
