@@ -19,7 +19,6 @@ from pathlib import Path
 from ansible.module_utils.common.yaml import yaml_load
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import method_mismatch
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
     ModuleAction,
@@ -84,10 +83,10 @@ class ActionModule(ModuleAction):
         found = {}
         for name in names:
             step = table.step(name)
-            role = step.role_of(plan)
+            role = step.role
             defaults = None
             values = {}
-            for key, variable in table.settings_of(step, plan).items():
+            for key, variable in step.settings.items():
                 if variable in task_vars:
                     value = self._var(task_vars, variable)
                 else:
@@ -112,9 +111,6 @@ class ActionModule(ModuleAction):
         names = list(table.NAMES) if name == "all" else [name]
         try:
             plan = plain(args["plan"]) if args.get("plan") else self._plan(task_vars)
-            mismatch = method_mismatch(args.get("method"), plan)
-            if mismatch:
-                raise SettingError(mismatch)
             settings = self._settings(plan, names, task_vars)
         except (PlanError, SettingError) as error:
             result.update(failed=True, msg=str(error))

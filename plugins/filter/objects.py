@@ -21,10 +21,11 @@ options:
   component:
     description:
       - Only the objects of this component. Omit for all of them.
-      - An RDMA method's component that the plan does not use gives an empty list.
+      - A step the plan leaves off (an opt-in, an RDMA method no node group uses) gives an empty
+        list.
     type: str
-    choices: [nfd, sriov-network-operator, network-operator, gpu-operator, machine-config,
-              shared-device, host-device, sriov-legacy]
+    choices: [nfd, sriov-network-operator, maintenance-operator, network-operator, nic-node-policies,
+              machine-config, nic-configuration, gpu-operator, shared-device, host-device, sriov-legacy]
   part:
     description:
       - C(olm) keeps the operators' Namespace, OperatorGroup and Subscription, C(operand) the

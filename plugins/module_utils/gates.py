@@ -204,13 +204,15 @@ def node_states_synced(namespace: str, while_: str = "VFs are created", min_coun
     }
 
 
-def method_gates(plan: dict) -> list[dict]:
-    """Every node group's nodes advertise each of its rails' resources, each rail's network is
-    rendered, and with SR-IOV every node state has synced (Failed stops the wait)."""
+def method_gates(plan: dict, method: str) -> list[dict]:
+    """The nodes of every node group on this RDMA method advertise each of its rails'
+    resources, each rail's network is rendered, and with SR-IOV every node state has synced
+    (Failed stops the wait)."""
     gates = []
     for view in group_plans(plan):
-        gates.extend(_group_gates(view, len(plan["groups"]) > 1))
-    if any(view["method"] == "sriov_legacy" for view in group_plans(plan)):
+        if view["method"] == method:
+            gates.extend(_group_gates(view, len(plan["groups"]) > 1))
+    if gates and method == "sriov_legacy":
         sriov = plan["operators"]["sriov_network_operator"]["namespace"]
         gates.append(node_states_synced(sriov))
     return gates

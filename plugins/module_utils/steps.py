@@ -45,16 +45,19 @@ OLM_KINDS = (
     ("operators.coreos.com/v1", "OperatorGroup"),
     ("operators.coreos.com/v1alpha1", "Subscription"),
 )
-# Every RDMA method's objects, whichever method made them: applying a method removes the
-# collection's objects of these kinds that the plan no longer has, so switching method leaves
-# nothing of the previous one.
-METHOD_KINDS = (
+# Each RDMA method's kinds: a method's step removes the collection's objects of its kinds and its
+# component that the plan no longer has, and all of them when no node group uses the method, so
+# switching method leaves nothing of the previous one.
+IPPOOL = ("nv-ipam.nvidia.com/v1alpha1", "IPPool")
+SHARED_DEVICE_KINDS = (
     ("mellanox.com/v1alpha1", "MacvlanNetwork"),
     ("mellanox.com/v1alpha1", "IPoIBNetwork"),
-    ("mellanox.com/v1alpha1", "HostDeviceNetwork"),
+    IPPOOL,
+)
+HOST_DEVICE_KINDS = (("mellanox.com/v1alpha1", "HostDeviceNetwork"), IPPOOL)
+SRIOV_LEGACY_KINDS = (
     ("sriovnetwork.openshift.io/v1", "SriovNetwork"),
     ("sriovnetwork.openshift.io/v1", "SriovIBNetwork"),
-    ("nv-ipam.nvidia.com/v1alpha1", "IPPool"),
     ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy"),
 )
 # What verify.yml leaves or may leave: the test's pods and the NCCL test's headless Service (kept
@@ -67,13 +70,17 @@ VERIFY_NAMED = (("v1", "Secret", "gpudirect-rdma-verify-nccl-ssh"),)
 # The mirror registry's pull Secret, made from gpudirect_rdma_image_registry_username/_password.
 # It is read by its name, never by listing Secrets: rbac/ grants this one name only.
 REGISTRY_SECRET_NAME = "gpudirect-rdma-image-registry"  # noqa: S105 - a name, not a password
+# The RDMA methods' steps, named as their objects' component label.
+SHARED_DEVICE = METHOD_COMPONENTS["shared_device"]
+HOST_DEVICE = METHOD_COMPONENTS["host_device"]
+SRIOV_LEGACY = METHOD_COMPONENTS["sriov_legacy"]
 
 
 @dataclass(frozen=True)
 class Step:
     name: str
     title: str
-    # The role that runs the step; "{method}" for the RDMA method's step (one role per method).
+    # The role that runs the step.
     role: str
     # The plan["operators"] key of the operator it installs through OLM, if any.
     operator: str | None
@@ -121,14 +128,10 @@ class Step:
     # done).
     reset: tuple[dict, Callable[[dict], list[dict]]] | None = None
 
-    def component(self, plan: dict) -> str:
+    @property
+    def component(self) -> str:
         """The component label of the step's objects (and the folder of the rendered tree)."""
-        if self.name == METHOD:
-            return METHOD_COMPONENTS[plan["method"]]
         return self.name
-
-    def role_of(self, plan: dict) -> str:
-        return self.role.format(method=plan["method"])
 
     def objects(self, plan: dict, csv: dict | None = None) -> list[dict]:
         """Every object of the step, in apply order: the operator's, then the operand; none
@@ -139,18 +142,30 @@ class Step:
         return [*operator, *self.operand(plan, csv)]
 
 
-METHOD = "method"
+def _groups_of(method: str) -> Callable[[dict], list[dict]]:
+    """The node groups (each as it sees the plan) that use one RDMA method."""
+    return lambda plan: [view for view in group_plans(plan) if view["method"] == method]
 
 
-def _method_operand(plan: dict, _csv: dict | None) -> list[dict]:
-    """Every node group's objects, each by its group's method."""
-    found = []
-    for view in group_plans(plan):
-        if view["method"] == "sriov_legacy":
-            found.extend([*sriov.node_policies(view), *sriov.networks(view)])
-        else:
-            found.extend([*networks.ip_pools(view), *networks.secondary_networks(view)])
-    return found
+def _uses(method: str) -> Callable[[dict], bool]:
+    return lambda plan: bool(_groups_of(method)(plan))
+
+
+def _network_operand(method: str) -> Callable[[dict, dict | None], list[dict]]:
+    """The networks (and nv-ipam pools) of the groups on shared device or host device."""
+    return lambda plan, _csv: [
+        obj
+        for view in _groups_of(method)(plan)
+        for obj in [*networks.ip_pools(view), *networks.secondary_networks(view)]
+    ]
+
+
+def _sriov_operand(plan: dict, _csv: dict | None) -> list[dict]:
+    return [
+        obj
+        for view in _groups_of("sriov_legacy")(plan)
+        for obj in [*sriov.node_policies(view), *sriov.networks(view)]
+    ]
 
 
 def _deleted(results: list[dict], kind: str) -> list[dict]:
@@ -171,11 +186,8 @@ def _pools_rolled_out(deleted: list[dict]) -> list[dict]:
     return gates.pool_gates(None, [], names) if names else []
 
 
-def _method_namespaces(plan: dict) -> list[str]:
-    found = [plan["network_namespace"]]
-    if plan["method"] == "sriov_legacy":
-        found.append(plan["operators"]["sriov_network_operator"]["namespace"])
-    return found
+def _sriov_namespaces(plan: dict) -> list[str]:
+    return [plan["network_namespace"], plan["operators"]["sriov_network_operator"]["namespace"]]
 
 
 STEPS = (
@@ -308,22 +320,54 @@ STEPS = (
         wave=4,
     ),
     Step(
-        name=METHOD,
-        title="RDMA method",
-        role="{method}",
+        name=SHARED_DEVICE,
+        title="RDMA shared device",
+        role="shared_device",
         operator=None,
-        operand=_method_operand,
-        kinds=METHOD_KINDS,
-        gates=lambda plan, settings: gates.method_gates(plan),
-        settings={"ready_timeout": "{method}_timeout"},
+        operand=_network_operand("shared_device"),
+        kinds=SHARED_DEVICE_KINDS,
+        gates=lambda plan, settings: gates.method_gates(plan, "shared_device"),
+        settings={"ready_timeout": "shared_device_timeout"},
         prunes=True,
         wave=5,
-        namespaces=_method_namespaces,
+        namespaces=lambda plan: [plan["network_namespace"]],
+        enabled=_uses("shared_device"),
+    ),
+    Step(
+        name=HOST_DEVICE,
+        title="RDMA host device",
+        role="host_device",
+        operator=None,
+        operand=_network_operand("host_device"),
+        kinds=HOST_DEVICE_KINDS,
+        gates=lambda plan, settings: gates.method_gates(plan, "host_device"),
+        settings={"ready_timeout": "host_device_timeout"},
+        prunes=True,
+        wave=5,
+        namespaces=lambda plan: [plan["network_namespace"]],
+        enabled=_uses("host_device"),
+    ),
+    Step(
+        name=SRIOV_LEGACY,
+        title="RDMA SR-IOV legacy",
+        role="sriov_legacy",
+        operator=None,
+        operand=_sriov_operand,
+        kinds=SRIOV_LEGACY_KINDS,
+        gates=lambda plan, settings: gates.method_gates(plan, "sriov_legacy"),
+        settings={"ready_timeout": "sriov_legacy_timeout"},
+        prunes=True,
+        wave=5,
+        namespaces=_sriov_namespaces,
         uninstall_gates=_vfs_removed,
+        enabled=_uses("sriov_legacy"),
     ),
 )
 NAMES = tuple(step.name for step in STEPS)
 _BY_NAME = {step.name: step for step in STEPS}
+# The RDMA methods' steps, in the table's order, and every kind they make.
+METHOD_STEPS = tuple(s.name for s in STEPS if s.name in METHOD_COMPONENTS.values())
+METHOD_KINDS = tuple(dict.fromkeys(kind for name in METHOD_STEPS for kind in _BY_NAME[name].kinds))
 
 
 def step(name: str) -> Step:
@@ -356,17 +400,15 @@ def component_of(obj: dict) -> str:
 
 def of_component(component: str) -> Step:
     """The step whose objects carry this component label."""
-    for s in STEPS:
-        if component == s.name or (s.name == METHOD and component in METHOD_COMPONENTS.values()):
-            return s
+    if component in _BY_NAME:
+        return _BY_NAME[component]
     raise ValueError(f"component: got {component!r}; expected one of {', '.join(components())}")
 
 
 def component_objects(plan: dict, component: str, csv: dict | None = None) -> list[dict]:
-    """The objects of one component, in apply order; none for an RDMA method's component that
-    the plan does not use."""
-    s = of_component(component)
-    return s.objects(plan, csv) if s.component(plan) == component else []
+    """The objects of one component, in apply order; none for a step the plan leaves off (an
+    RDMA method no node group uses)."""
+    return of_component(component).objects(plan, csv)
 
 
 def is_olm(obj: dict) -> bool:
@@ -380,17 +422,8 @@ def wave(obj: dict) -> int:
 
 
 def components(plan: dict | None = None) -> tuple[str, ...]:
-    """The component labels in apply order: the plan's, or every one a step can have."""
-    if plan is not None:
-        return tuple(s.component(plan) for s in STEPS)
-    return tuple(
-        c for s in STEPS for c in (METHOD_COMPONENTS.values() if s.name == METHOD else (s.name,))
-    )
-
-
-def settings_of(step_: Step, plan: dict) -> dict:
-    """The engine's setting name -> the role variable that holds it, for one plan."""
-    return {key: var.format(method=plan["method"]) for key, var in step_.settings.items()}
+    """The component labels in apply order: of the steps the plan turns on, or of every step."""
+    return tuple(s.component for s in STEPS if plan is None or s.enabled(plan))
 
 
 def managed_kinds() -> tuple[tuple[str, str], ...]:
@@ -417,4 +450,7 @@ def kind_dicts(pairs) -> list[dict]:
 def prune_scope(step_: Step) -> dict | None:
     """The kinds whose collection objects applying the step removes when the plan lacks them,
     or None for a step that removes nothing."""
-    return {"kinds": kind_dicts(step_.kinds)} if step_.prunes else None
+    if not step_.prunes:
+        return None
+    # Its own objects only: two methods' steps share the IPPool kind.
+    return {"kinds": kind_dicts(step_.kinds), "label_selector": f"{COMPONENT_LABEL}={step_.name}"}

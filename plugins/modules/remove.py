@@ -16,9 +16,10 @@ description:
     before the next stage, so an operator that still runs cleans up after its operands.
   - "Stages, in uninstall order (the reverse of the steps of M(gpudirect.rdma.step)):
     C(test-pods) (verify.yml's Pods, the NCCL test's Service and its SSH key Secret, read by its
-    name where the others are, and the NCCL settings' ConfigMaps); C(method) (the RDMA networks, IPPools and SR-IOV
-    node policies of any method, then, when node policies went, the SR-IOV node states synced
-    again, their VFs removed); C(gpu-operator) (ClusterPolicy); C(nic-configuration)
+    name where the others are, and the NCCL settings' ConfigMaps); C(sriov-legacy) (the SR-IOV networks and node
+    policies, then, when node policies went, the SR-IOV node states synced again, their VFs
+    removed); C(host-device) (HostDeviceNetworks, IPPools); C(shared-device) (MacvlanNetworks,
+    IPoIBNetworks, IPPools); C(gpu-operator) (ClusterPolicy); C(nic-configuration)
     (NicConfigurationTemplate; see O(reset)); C(machine-config) (MachineConfig,
     then every MachineConfigPool rendered without them and updated: their nodes reboot);
     C(nic-node-policies) (the node groups' NicNodePolicies);
@@ -53,7 +54,8 @@ options:
     type: list
     elements: str
     required: true
-    choices: [operands, test-pods, method, gpu-operator, nic-configuration, machine-config,
+    choices: [operands, test-pods, sriov-legacy, host-device, shared-device, gpu-operator,
+              nic-configuration, machine-config,
               nic-node-policies, network-operator, maintenance-operator, sriov-network-operator,
               nfd, operators, namespaces]
   reset:
@@ -80,9 +82,9 @@ options:
 """
 
 EXAMPLES = r"""
-- name: Remove the RDMA method's objects (networks, IPPools, SR-IOV node policies)
+- name: Remove the RDMA methods' objects (networks, IPPools, SR-IOV node policies)
   gpudirect.rdma.remove:
-    stages: [method]
+    stages: [sriov-legacy, host-device, shared-device]
 
 - name: Remove the test pods and every operand, in the reverse order of the steps
   gpudirect.rdma.remove:

@@ -12,15 +12,20 @@ short_description: Install, apply and wait for one step of the GPUDirect RDMA co
 description:
   - Runs one step of the configuration, or all of them in their order, with the one engine the
     roles, C(site.yml) and its converged check share. The steps, in order, are C(nfd),
-    C(sriov-network-operator), C(network-operator), C(nic-node-policies) (one NicNodePolicy per
-    node group with the C(node) NIC policy model; nothing with C(cluster)), C(machine-config),
-    C(gpu-operator) and C(method) (the RDMA method of each node group).
+    C(sriov-network-operator), C(maintenance-operator) (opt-in, with the NIC firmware settings),
+    C(network-operator), C(nic-node-policies) (one NicNodePolicy per node group with the C(node)
+    NIC policy model; nothing with C(cluster)), C(machine-config), C(nic-configuration) (opt-in),
+    C(gpu-operator), and one step per RDMA method, C(shared-device), C(host-device) and
+    C(sriov-legacy), each for the node groups that use it.
+  - A step the plan leaves off (an opt-in turned off, a method no node group uses) installs and
+    waits on nothing and removes what the collection made of its kinds, so switching a group's
+    method leaves nothing of the previous one.
   - For each step, installs its operator through OLM (CatalogSource READY, Namespace,
     OperatorGroup, Subscription, the InstallPlan approved with C(Manual) approval, the CSV
     C(Succeeded)); applies its operand with server-side apply, built on the installed CSV where
-    the step needs one (the NodeFeatureDiscovery's operand image, the ClusterPolicy's defaults);
+    the step needs one (the ClusterPolicy's defaults);
     removes the collection's objects of its kinds that the plan no longer has (MachineConfigs,
-    the RDMA networks and SR-IOV node policies of another method); then waits until its gates
+    a method's RDMA networks and SR-IOV node policies); then waits until its gates
     are met (NFD labels, NicClusterPolicy ready, MachineConfigPool updated, ClusterPolicy
     ready, node resources and networks).
   - Before the first write, runs the preflight checks of M(gpudirect.rdma.preflight) for the
@@ -50,13 +55,7 @@ options:
     type: str
     required: true
     choices: [all, nfd, sriov-network-operator, maintenance-operator, network-operator, nic-node-policies,
-              machine-config, nic-configuration, gpu-operator, method]
-  method:
-    description:
-      - The RDMA method the calling role configures (with O(name=method)); the task fails,
-        before anything is read or written, when the plan's method is another.
-    type: str
-    choices: [shared_device, host_device, sriov_legacy]
+              machine-config, nic-configuration, gpu-operator, shared-device, host-device, sriov-legacy]
   plan:
     description: The plan M(gpudirect.rdma.plan) returns. The action plugin fills it in.
     type: dict
@@ -125,9 +124,9 @@ summary:
   type: list
   elements: str
 roles:
-  description: The roles that run the steps asked for, in the order of the step table (the
-    RDMA method's role for C(method)); C(site.yml) runs them in this order. An opt-in step
-    the plan leaves off is left out, unless it has objects of the collection to remove.
+  description: The roles that run the steps asked for, in the order of the step table;
+    C(site.yml) runs them in this order. A step the plan leaves off (an opt-in, a method no node
+    group uses) is left out, unless it has objects of the collection to remove.
   returned: always
   type: list
   elements: str
@@ -139,15 +138,10 @@ msg:
 """
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table  # noqa: E402
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (  # noqa: E402
-    METHOD_COMPONENTS,
-)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (  # noqa: E402
     Engine,
-    method_mismatch,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
-    ModuleFailure,
     run_module,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (  # noqa: E402
@@ -156,7 +150,6 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
 
 OPTIONS = {
     "name": {"type": "str", "required": True, "choices": ["all", *table.NAMES]},
-    "method": {"type": "str", "choices": list(METHOD_COMPONENTS)},
     "plan": {"type": "dict", "required": True},
     "settings": {"type": "dict", "default": {}},
     "take_over": {"type": "bool", "default": False},
@@ -209,17 +202,11 @@ def roles(engine: Engine, names: list[str]) -> list[str]:
     }
     return list(
         dict.fromkeys(
-            table.step(name).role_of(engine.plan)
+            table.step(name).role
             for name in names
             if table.step(name).enabled(engine.plan) or name in removing
         )
     )
-
-
-def before(module) -> None:
-    mismatch = method_mismatch(module.params["method"], module.params["plan"])
-    if mismatch:
-        raise ModuleFailure(mismatch)
 
 
 def body(module, cluster, done) -> dict:
@@ -257,7 +244,7 @@ def body(module, cluster, done) -> dict:
 
 
 def main():
-    run_module(OPTIONS, body, before=before, supports_check_mode=True)
+    run_module(OPTIONS, body, supports_check_mode=True)
 
 
 if __name__ == "__main__":

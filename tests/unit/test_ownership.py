@@ -37,14 +37,16 @@ def test_every_object_is_labelled_and_of_a_kind_uninstall_removes(name):
 
 
 def test_uninstall_goes_in_the_reverse_order_of_the_steps():
-    # The test pods, the method's objects, the GPU driver before the network driver it builds on,
-    # the NIC configuration templates while the NIC Configuration Operator still runs, the
-    # MachineConfigs only when asked, the NicNodePolicies before the NicClusterPolicy (the
-    # Network Operator's order), the Maintenance Operator's config once its users are gone, then
-    # the operators and their Namespaces.
+    # The test pods, the RDMA methods' objects, the GPU driver before the network driver it
+    # builds on, the NIC configuration templates while the NIC Configuration Operator still
+    # runs, the MachineConfigs only when asked, the NicNodePolicies before the NicClusterPolicy
+    # (the Network Operator's order), the Maintenance Operator's config once its users are gone,
+    # then the operators and their Namespaces.
     assert STAGES == (
         "test-pods",
-        "method",
+        "sriov-legacy",
+        "host-device",
+        "shared-device",
         "gpu-operator",
         "nic-configuration",
         "machine-config",
@@ -58,7 +60,9 @@ def test_uninstall_goes_in_the_reverse_order_of_the_steps():
     )
     assert OPERAND_STAGES == (
         "test-pods",
-        "method",
+        "sriov-legacy",
+        "host-device",
+        "shared-device",
         "gpu-operator",
         "nic-configuration",
         "nic-node-policies",

@@ -47,8 +47,8 @@ def tasks_of_play(play: dict) -> list[dict]:
 @pytest.mark.parametrize("name", NAMES)
 def test_the_check_names_the_roles_of_every_step_and_each_runs_its_own(name):
     plan = build_plan(inputs(name))
-    roles = [step.role_of(plan) for step in table.STEPS]
-    assert roles[:-1] == [
+    roles = [step.role for step in table.STEPS]
+    assert roles[:-3] == [
         "nfd",
         "sriov_network_operator",
         "maintenance_operator",
@@ -58,7 +58,12 @@ def test_the_check_names_the_roles_of_every_step_and_each_runs_its_own(name):
         "nic_configuration",
         "gpu_operator",
     ]
-    assert roles[-1] == plan["method"]
+    # One role per RDMA method; the check asks for those of the methods the groups use.
+    assert roles[-3:] == ["shared_device", "host_device", "sriov_legacy"]
+    methods = {group["method"] for group in plan["groups"]}
+    assert [s.role for s in table.STEPS[-3:] if s.enabled(plan)] == [
+        m for m in ("shared_device", "host_device", "sriov_legacy") if m in methods
+    ]
     # Each role runs its steps, in the table's order (network_operator: the NicClusterPolicy,
     # then the NicNodePolicies).
     for role in dict.fromkeys(roles):
@@ -73,9 +78,7 @@ def test_render_lays_out_a_folder_per_step_in_the_order_of_the_steps(name):
     plan = build_plan(inputs(name))
     files = kustomize_tree(table.build_objects(plan))
     folders = yaml.safe_load(files["kustomization.yaml"])["resources"]
-    planned = [
-        s.component(plan) for s in table.STEPS if table.component_objects(plan, s.component(plan))
-    ]
+    planned = [s.component for s in table.STEPS if table.component_objects(plan, s.component)]
     assert folders == planned
     waves = [table.wave(o) for o in table.build_objects(plan) if not table.is_olm(o)]
     assert waves == sorted(waves)
@@ -117,3 +120,20 @@ def test_diagnostics_read_every_steps_kinds_and_namespaces(name):
         if step.operator:
             assert plan["operators"][step.operator]["namespace"] in namespaces
         assert set(step.namespaces(plan)) <= set(namespaces)
+
+
+def test_every_choice_list_of_steps_and_stages_is_the_tables():
+    """The modules' and the filter's documented choices, in the table's order."""
+    from ansible.module_utils.common.yaml import yaml_load
+
+    from ansible_collections.gpudirect.rdma.plugins.filter import objects
+    from ansible_collections.gpudirect.rdma.plugins.modules import remove as remove_module
+    from ansible_collections.gpudirect.rdma.plugins.modules import step as step_module
+
+    def choices(documentation: str, option: str) -> list[str]:
+        return yaml_load(documentation)["options"][option]["choices"]
+
+    assert choices(step_module.DOCUMENTATION, "name") == ["all", *table.NAMES]
+    assert choices(objects.DOCUMENTATION, "component") == list(table.components())
+    assert choices(remove_module.DOCUMENTATION, "stages") == ["operands", *remove.STAGES]
+    assert choices(remove_module.DOCUMENTATION, "reset") == remove.RESETTABLE

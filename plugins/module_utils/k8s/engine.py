@@ -59,16 +59,6 @@ class PreflightFailed(Exception):
         )
 
 
-def method_mismatch(method: str | None, plan: dict) -> str | None:
-    """Why a method role must not run with this plan, or None."""
-    if method is None or method == plan.get("method"):
-        return None
-    return (
-        f"gpudirect_rdma_method is {plan.get('method')}, but the {method} role was called: use "
-        f"the gpudirect.rdma.{plan.get('method')} role, or set gpudirect_rdma_method to {method}."
-    )
-
-
 class Engine:
     """One module run over one plan: steps run with run(), results collected."""
 
@@ -131,7 +121,7 @@ class Engine:
                     secret["registry"],
                     self.login["username"],
                     self.login["password"],
-                    step.component(self.plan),
+                    step.component,
                 )
             )
         return objects
@@ -139,13 +129,16 @@ class Engine:
     def _run_step(self, step: table.Step) -> None:
         settings = self._settings(step)
         first = len(self.applier.results)
-        record = {"step": step.name, "title": step.title, "component": step.component(self.plan)}
+        record = {"step": step.name, "title": step.title, "component": step.component}
         if not step.enabled(self.plan):
             # Off: what the collection made of its kinds goes (the opt-in was turned off).
             scope = table.prune_scope(step)
             if scope:
                 self.applier.prune(
-                    [], scope["kinds"], settings.get("ready_timeout", DEFAULT_TIMEOUT)
+                    [],
+                    scope["kinds"],
+                    settings.get("ready_timeout", DEFAULT_TIMEOUT),
+                    scope["label_selector"],
                 )
             record.update(skipped="off in the plan", results=self.applier.results[first:])
             record["gates"] = []
@@ -175,7 +168,10 @@ class Engine:
         scope = table.prune_scope(step)
         if scope:
             self.applier.prune(
-                operand, scope["kinds"], settings.get("ready_timeout", DEFAULT_TIMEOUT)
+                operand,
+                scope["kinds"],
+                settings.get("ready_timeout", DEFAULT_TIMEOUT),
+                scope["label_selector"],
             )
         record["results"] = self.applier.results[first:]
         gate_settings = dict(settings)
@@ -278,9 +274,7 @@ class Engine:
         return (
             f"{len(adopted)} object(s) already hold the planned content, applied by another field "
             f"manager: each is applied once, its content unchanged, so that {FIELD_MANAGER} owns "
-            "its fields and a later change of the plan can remove one ("
-            + ", ".join(adopted)
-            + ")"
+            "its fields and a later change of the plan can remove one (" + ", ".join(adopted) + ")"
         )
 
     def object_work(self) -> list[str]:
@@ -306,5 +300,4 @@ __all__ = [
     "GateFailed",
     "GateTimeout",
     "PreflightFailed",
-    "method_mismatch",
 ]

@@ -19,6 +19,7 @@ from ansible_collections.gpudirect.rdma.plugins.action.step import (
     check_setting,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import group_plans
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     ForeignObjects,
     Refused,
@@ -94,6 +95,7 @@ class Cluster:
 
 
 def node(name: str, plan: dict) -> dict:
+    """A GPU and NIC node of a node group (a group's view of the plan; the plan is its first)."""
     labels = {
         **plan["node_selector"],
         "feature.node.kubernetes.io/pci-10de.present": "true",
@@ -138,7 +140,13 @@ def platform(plan: dict) -> list[dict]:
             "conditions": [{"type": "Updated", "status": "True"}],
         },
     }
-    return [version, *catalogs, pool, node("worker-0", plan), node("worker-1", plan)]
+    several = len(plan["groups"]) > 1
+    nodes = [
+        node(f"worker-{view['name']}-{i}" if several else f"worker-{i}", view)
+        for view in group_plans(plan)
+        for i in range(2)
+    ]
+    return [version, *catalogs, pool, *nodes]
 
 
 def converged_cluster(plan: dict) -> Cluster:
@@ -148,7 +156,7 @@ def converged_cluster(plan: dict) -> Cluster:
     for obj in live:
         if obj["kind"] == "Subscription":
             obj["status"] = {"installedCSV": obj["spec"]["name"] + ".v1"}
-        if obj["kind"] in ("NicClusterPolicy", "ClusterPolicy"):
+        if obj["kind"] in ("NicClusterPolicy", "NicNodePolicy", "ClusterPolicy"):
             obj["status"] = {"state": "ready"}
     csvs = [
         {
@@ -169,7 +177,8 @@ def converged_cluster(plan: dict) -> Cluster:
             "kind": "NetworkAttachmentDefinition",
             "metadata": {"name": rail["network_name"], "namespace": plan["network_namespace"]},
         }
-        for rail in plan["rails"]
+        for group in plan["groups"]
+        for rail in group["rails"]
     ]
     state = {
         "apiVersion": "sriovnetwork.openshift.io/v1",
@@ -181,8 +190,9 @@ def converged_cluster(plan: dict) -> Cluster:
         "status": {
             "syncStatus": "Succeeded",
             "interfaces": [
-                {"name": rail["interface"], "linkType": plan["link_type"].upper(), "totalvfs": 16}
-                for rail in plan["rails"]
+                {"name": rail["interface"], "linkType": group["link_type"].upper(), "totalvfs": 16}
+                for group in plan["groups"]
+                for rail in group["rails"]
             ],
         },
     }
@@ -384,18 +394,53 @@ def test_rails_on_the_same_nodes_share_one_read():
     assert [kind for _verb, kind in cluster.reads].count("Node") == 1
 
 
-def test_a_method_role_refuses_a_plan_of_another_method():
-    from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (
-        method_mismatch,
-    )
+def _mixed_plan() -> dict:
+    """The node-groups example with its a100 group on SR-IOV legacy over RoCE, its h100 group
+    on shared device over InfiniBand."""
+    given = inputs("node-groups")
+    a100, h100 = given["node_groups"]
+    return build_plan({**given, "node_groups": [{**a100, "method": "sriov_legacy"}, h100]})
 
-    plan = build_plan(inputs("shared-device-roce"))
-    assert method_mismatch("shared_device", plan) is None
-    assert method_mismatch(None, plan) is None
-    assert method_mismatch("host_device", plan) == (
-        "gpudirect_rdma_method is shared_device, but the host_device role was called: use the "
-        "gpudirect.rdma.shared_device role, or set gpudirect_rdma_method to host_device."
-    )
+
+def test_each_method_step_builds_and_waits_for_its_own_groups_only():
+    plan = _mixed_plan()
+    sriov = table.component_objects(plan, "sriov-legacy")
+    shared = table.component_objects(plan, "shared-device")
+    assert table.component_objects(plan, "host-device") == []
+    assert {o["kind"] for o in sriov} == {"SriovNetworkNodePolicy", "SriovNetwork"}
+    assert len([o for o in sriov if o["kind"] == "SriovNetwork"]) == 4  # the a100 rails
+    assert {o["kind"] for o in shared} == {"IPoIBNetwork"}
+    assert len(shared) == 8  # the h100 rails
+    assert all(table.component_of(o) == "sriov-legacy" for o in sriov)
+    assert [s.role for s in table.STEPS if s.name in table.METHOD_STEPS and s.enabled(plan)] == [
+        "shared_device",
+        "sriov_legacy",
+    ]
+    resources = {
+        name: [g["path"] for g in table.step(name).gates(plan, {}) if g["kind"] == "Node"]
+        for name in ("shared-device", "sriov-legacy")
+    }
+    assert resources["sriov-legacy"] == [
+        f'status.allocatable."openshift.io/sriovlegacy_rail{i}"' for i in range(4)
+    ]
+    assert len(resources["shared-device"]) == 8
+
+
+def test_a_converged_mixed_cluster_is_converged_and_no_method_step_removes_anothers_objects():
+    plan = _mixed_plan()
+    engine = checked(plan, converged_cluster(plan))
+    assert engine.all_work() == []
+    assert {r["action"] for r in engine.applier.results} == {"unchanged"}
+    # A method no group uses would remove the collection's objects of its own component only.
+    assert [s["skipped"] for s in engine.steps if s["step"] == "host-device"] == ["off in the plan"]
+
+
+def test_switching_every_group_off_a_method_removes_its_objects():
+    shared = build_plan(inputs("shared-device-roce"))
+    cluster = converged_cluster(shared)
+    sriov = build_plan({**inputs("shared-device-roce"), "method": "sriov_legacy"})
+    work = checked(sriov, cluster).all_work()
+    assert "MacvlanNetwork rdmashared-net would be removed (no longer part of the plan)" in work
 
 
 # -- the action ---------------------------------------------------------------------------------
@@ -455,7 +500,8 @@ def test_the_action_gives_the_module_the_role_settings_with_the_roles_defaults()
     sent = execute.call_args.kwargs["module_args"]
     assert sent["plan"] == plan
     assert sent["settings"]["nfd"] == {"install_timeout": 900, "ready_timeout": 600, "min_nodes": 2}
-    assert sent["settings"]["method"] == {"ready_timeout": 1800}
+    assert sent["settings"]["shared-device"] == {"ready_timeout": 1800}
+    assert sent["settings"]["sriov-legacy"] == {"ready_timeout": 1800}
     assert sent["settings"]["network-operator"]["stable_seconds"] == 0
     assert sent["take_over"] is False
 

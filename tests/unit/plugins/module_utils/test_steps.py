@@ -34,10 +34,12 @@ def test_the_steps_in_order():
         "machine-config",
         "nic-configuration",
         "gpu-operator",
-        "method",
+        "shared-device",
+        "host-device",
+        "sriov-legacy",
     )
     # The GPU driver comes after the network driver it builds on, and after the MachineConfigs
-    # that reboot the pool; the method last.
+    # that reboot the pool; the RDMA methods last.
     assert [s.wave for s in table.STEPS] == sorted(s.wave for s in table.STEPS)
 
 
@@ -48,7 +50,7 @@ def test_objects_come_in_the_order_of_the_steps_each_labelled_with_its_component
     order = list(dict.fromkeys(seen))
     assert order == [c for c in table.components(plan) if c in seen]
     for step in table.STEPS:
-        for obj in table.component_objects(plan, step.component(plan)):
+        for obj in table.component_objects(plan, step.component):
             assert table.of_component(table.component_of(obj)) is step
             kinds = {*step.kinds, *table.OLM_KINDS}
             assert (obj["apiVersion"], obj["kind"]) in kinds, obj["kind"]
@@ -66,12 +68,7 @@ def test_every_kind_the_collection_creates_is_managed_once():
 
 def test_each_role_has_the_settings_the_table_names_with_a_default():
     for step in table.STEPS:
-        roles = (
-            ["shared_device", "host_device", "sriov_legacy"]
-            if step.role == "{method}"
-            else [step.role]
-        )
-        for role in roles:
+        for role in [step.role]:
             defaults = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
             spec = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
             options = spec["argument_specs"]["main"]["options"]
@@ -81,14 +78,24 @@ def test_each_role_has_the_settings_the_table_names_with_a_default():
                 s.name for s in table.STEPS if s.role == step.role
             ], role
             for variable in step.settings.values():
-                variable = variable.format(method=role)
                 assert variable in defaults, f"{role}: {variable} has no default"
                 assert options[variable]["default"] == defaults[variable], variable
 
 
 def test_only_the_machine_configs_the_nic_cluster_policy_the_templates_and_the_method_prune():
     pruning = {s.name: table.prune_scope(s) for s in table.STEPS if table.prune_scope(s)}
-    assert set(pruning) == {"machine-config", "network-operator", "nic-configuration", "method"}
+    assert set(pruning) == {
+        "machine-config",
+        "network-operator",
+        "nic-configuration",
+        "shared-device",
+        "host-device",
+        "sriov-legacy",
+    }
+    # Each removes its own objects only (two methods make IPPools).
+    assert {name: scope["label_selector"] for name, scope in pruning.items()} == {
+        name: f"gpudirect.rdma/component={name}" for name in pruning
+    }
     # Turning the NIC configuration off removes the templates (never the NICs' settings).
     assert pruning["nic-configuration"]["kinds"] == [
         {"apiVersion": "configuration.net.nvidia.com/v1alpha1", "kind": "NicConfigurationTemplate"}
@@ -97,14 +104,10 @@ def test_only_the_machine_configs_the_nic_cluster_policy_the_templates_and_the_m
     assert pruning["network-operator"]["kinds"] == [
         {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy"}
     ]
-    assert {k["kind"] for k in pruning["method"]["kinds"]} == {
-        "MacvlanNetwork",
-        "IPoIBNetwork",
-        "HostDeviceNetwork",
-        "SriovNetwork",
-        "SriovIBNetwork",
-        "IPPool",
-        "SriovNetworkNodePolicy",
+    assert {name: {k["kind"] for k in pruning[name]["kinds"]} for name in table.METHOD_STEPS} == {
+        "shared-device": {"MacvlanNetwork", "IPoIBNetwork", "IPPool"},
+        "host-device": {"HostDeviceNetwork", "IPPool"},
+        "sriov-legacy": {"SriovNetwork", "SriovIBNetwork", "SriovNetworkNodePolicy"},
     }
     assert pruning["machine-config"]["kinds"] == [
         {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig"}
@@ -132,7 +135,7 @@ def test_every_gate_says_what_it_waits_for_and_where_to_look(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_the_method_waits_for_each_rail_and_sriov_for_its_node_states(name):
     plan = build_plan(inputs(name))
-    found = gates(plan, "method")
+    found = [g for method in table.METHOD_STEPS for g in gates(plan, method)]
     resources = [
         g["path"].removeprefix('status.allocatable."').removesuffix('"')
         for g in found
@@ -186,7 +189,7 @@ def test_nfd_counts_the_nodes_it_was_asked_for():
 
 
 def test_uninstall_waits_for_what_a_removal_sets_off():
-    method, machine_config = table.step("method"), table.step("machine-config")
+    method, machine_config = table.step("sriov-legacy"), table.step("machine-config")
     deleted = [
         {"action": "deleted", "kind": "SriovNetworkNodePolicy", "namespace": "sriov", "name": "p"},
         {"action": "deleted", "kind": "MachineConfig", "namespace": None, "name": "99-x"},
