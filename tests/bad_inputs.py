@@ -74,18 +74,19 @@ SLR = "sriov-legacy-roce"
 SLI = "sriov-legacy-infiniband"
 HGX = "multi-rail-hgx"
 NG = "node-groups"
+MM = "mixed-methods"
 NCR = "nic-configuration-roce"
 VFS = "a whole number from 1 to 127"
 IFNAME = "a Linux interface name: 1 to 15 characters"
 V = PREFIX  # shorter rows below
 
 
-def _groups(**changes) -> list[dict]:
-    """The node-groups example's groups, the first one changed."""
-    found = yaml.safe_load((INVENTORIES / NG / "group_vars" / "all.yml").read_text())[
+def _groups(inventory: str = NG, index: int = 0, **changes) -> list[dict]:
+    """An example's node groups (node-groups unless named), one of them (the first) changed."""
+    found = yaml.safe_load((INVENTORIES / inventory / "group_vars" / "all.yml").read_text())[
         PREFIX + "node_groups"
     ]
-    return [{**found[0], **changes}, *found[1:]]
+    return [{**group, **changes} if i == index else group for i, group in enumerate(found)]
 
 
 CASES: list[BadInput] = [
@@ -1157,6 +1158,30 @@ CASES: list[BadInput] = [
         None,
         "not a variable of gpudirect.rdma (its inputs: ansible-doc gpudirect.rdma.plan",
         set={"monitoring": True},
+    ),
+    BadInput(
+        "mixed-num-vfs-of-the-shared-device-group",
+        MM,
+        f"{V}node_groups[0].sriov_num_vfs",
+        "4",
+        "only a node group with method sriov_legacy uses it, and group a100 is not one",
+        set={"node_groups": _groups(MM, 0, sriov_num_vfs=4)},
+    ),
+    BadInput(
+        "mixed-infiniband-vfs-of-the-sriov-group",
+        MM,
+        f"{V}node_groups[1].sriov_num_vfs",
+        "17",
+        "at most 16 VFs per PF on InfiniBand",
+        set={"node_groups": _groups(MM, 1, sriov_num_vfs=17)},
+    ),
+    BadInput(
+        "mixed-ib-link-state-in-the-survey-is-taken-by-the-sriov-group",
+        MM,
+        f"{V}ib_link_state",
+        "'up'",
+        "one of enable, disable, auto",
+        extra={"ib_link_state": "up"},
     ),
     BadInput(
         "num-vfs-of-a-shared-device-group",

@@ -12,12 +12,15 @@ import pytest
 from kubernetes import client, dynamic
 from kubernetes.dynamic.exceptions import ConflictError, NotFoundError
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import managed_kinds
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT
 from tests.integration.helpers import wait_for
 from tests.integration.test_site import nodes_for, recap, site
 from tests.simulator.nodes import remove_nodes
+from tests.unit.inventories import inputs
 
 UNINSTALL = REPO_ROOT / "playbooks" / "uninstall.yml"
 MANAGED = "app.kubernetes.io/managed-by=gpudirect.rdma"
@@ -28,6 +31,7 @@ CONFIGURATIONS = [
     "host-device-infiniband",
     "sriov-legacy-roce",
     "node-groups",
+    "mixed-methods",
     "sriov-legacy-infiniband",
     "nic-configuration-roce",
 ]
@@ -297,10 +301,15 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
         [maintenance] if nic_configuration or exists(kube, _ns(maintenance)) else []
     )
     assert csvs(custom, namespaces), "the operators are installed"
-    policy = custom.get_cluster_custom_object(
-        "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
+    # mixed-methods has nothing cluster-wide (no IPoIB): its NicNodePolicies hold everything.
+    cluster_wide = any(
+        o["kind"] == "NicClusterPolicy" for o in table.build_objects(build_plan(inputs(inventory)))
     )
-    assert policy["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpudirect.rdma"
+    if cluster_wide:
+        policy = custom.get_cluster_custom_object(
+            "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
+        )
+        assert policy["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpudirect.rdma"
     theirs = users_objects
     for obj in theirs:
         create(kube, obj)
@@ -320,18 +329,19 @@ def test_uninstall_leaves_nothing_of_the_collection_and_keeps_the_users_objects(
 
     deletes = [w for w in audit.writes(ADMIN_USER) if w.verb == "delete"]
     order = [w.resource for w in deletes]
-    assert "nicclusterpolicies" in order, [str(w) for w in audit.requests(ADMIN_USER)]
-    assert order.index("nicclusterpolicies") > max(
+    # The network driver goes after the networks that use its device plugins and after the GPU
+    # driver that builds on it: the NicNodePolicies (node groups), then the NicClusterPolicy.
+    drivers = [r for r in ("nicnodepolicies", "nicclusterpolicies") if r in order]
+    assert drivers, [str(w) for w in audit.requests(ADMIN_USER)]
+    first = order.index(drivers[0])
+    assert first > max(
         i for i, r in enumerate(order) if r.endswith("networks") or r == "sriovnetworknodepolicies"
     ), order
-    assert order.index("clusterpolicies") < order.index("nicclusterpolicies"), order
-    if "node-groups" in inventory:
-        # The NicNodePolicies go after the networks that use their device plugins and before
-        # the NicClusterPolicy.
-        first = order.index("nicnodepolicies")
+    assert order.index("clusterpolicies") < first, order
+    if inventory in ("node-groups", "mixed-methods"):
         assert order.count("nicnodepolicies") == 2, order
-        assert first > max(i for i, r in enumerate(order) if r.endswith("networks")), order
-        assert first < order.index("nicclusterpolicies"), order
+    if cluster_wide and "nicnodepolicies" in order:
+        assert order.index("nicnodepolicies") < order.index("nicclusterpolicies"), order
     # With the Network Operator's CSV gone, OLM removed the webhooks it had registered for it
     # (a CSV another test installed in a namespace of its own keeps its own).
     registered = client.AdmissionregistrationV1Api(harness).list_validating_webhook_configuration

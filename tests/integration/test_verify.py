@@ -297,6 +297,26 @@ def test_each_node_group_is_tested_between_two_of_its_own_nodes(
     assert verify_pods_left(core) == []
 
 
+def test_groups_on_two_methods_and_fabrics_are_verified_each_on_its_own(
+    run_playbook, harness, core, tmp_path
+):
+    """inventories/mixed-methods: shared device over RoCE beside SR-IOV legacy over
+    InfiniBand; each group's pairs run on its own method's networks and resources."""
+    nodes_for(harness, "mixed-methods")
+    site(run_playbook, "mixed-methods")
+    result = verify(run_playbook, "mixed-methods", tmp_path, "-e", "verify_nccl=true")
+    assert recap(result.stdout)["failed"] == 0, result.stdout[-3000:]
+    report = json.loads((tmp_path / "verify-report.json").read_text())
+    assert report["passed"] is True
+    assert [run["group"] for run in report["nccl"]] == ["a100", "h100"]
+    assert all(run["passed"] for run in report["nccl"]), [r["problems"] for r in report["nccl"]]
+    seen = [(p["group"], p["network"], p["link_type"]) for p in report["pairs"]]
+    assert seen == [("a100", f"rdmashared-net-a100-rail{i}", "ETH") for i in range(4)] + [
+        ("h100", f"sriov-ib-network-h100-rail{i}", "IB") for i in range(8)
+    ]
+    assert verify_pods_left(core) == []
+
+
 @pytest.mark.parametrize(
     "inventory",
     [

@@ -63,7 +63,7 @@ def test_golden(name):
 
 def test_every_inventory_has_a_golden_file_and_no_golden_file_is_orphaned():
     assert sorted(p.stem for p in GOLDEN.glob("*.yaml")) == NAMES
-    assert len(NAMES) == 9
+    assert len(NAMES) == 10
 
 
 # -- Red Hat's values ------------------------------------------------------------------------
