@@ -1102,32 +1102,6 @@ CASES: list[BadInput] = [
     ),
     # -- settings that nothing in the plan would use (plan/unused.py) ---------------------------
     BadInput(
-        "nic-type-without-nic-configuration",
-        SDR,
-        f"{V}nic_type",
-        "['ConnectX-7']",
-        "no value: only gpudirect_rdma_nic_configuration: true (the NIC Configuration Operator's "
-        "templates) uses it, and this plan has none",
-        set={"nic_type": ["ConnectX-7"]},
-    ),
-    BadInput(
-        "roce-pfc-priority-without-nic-configuration",
-        SDR,
-        f"{V}roce_pfc_priority",
-        "'4'",
-        "no value or its default 3: only gpudirect_rdma_nic_configuration: true",
-        extra={"roce_pfc_priority": "4"},
-    ),
-    BadInput(
-        "maintenance-budget-without-nic-configuration",
-        SLR,
-        f"{V}maintenance_max_parallel",
-        "'25%'",
-        "no value or its default '1': only gpudirect_rdma_nic_configuration: true (the "
-        "Maintenance Operator it installs)",
-        extra={"maintenance_max_parallel": "25%"},
-    ),
-    BadInput(
         "num-vfs-with-shared-device",
         SDR,
         f"{V}sriov_num_vfs",

@@ -27,4 +27,6 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg=str(error), variable=error.variable)
             return result
         result.update(changed=False, **checked)
+        if checked.get("plan", {}).get("warnings"):
+            result["warnings"] = list(checked["plan"]["warnings"])
         return result

@@ -355,7 +355,10 @@ settings:
   type: dict
   sample: {gpudirect_rdma_take_over: false, verify_min_gbps: 100, uninstall_timeout: 1800}
 plan:
-  description: The normalised plan every builder reads (method, fabric, rails, ipam, operators, images, ...).
+  description:
+    - The normalised plan every builder reads (method, fabric, rails, ipam, operators, images, ...).
+    - Its C(warnings) name the settings it keeps unused while an opt-in is off (the task shows them
+      as warnings).
   returned: success with I(scope=all)
   type: dict
   sample:

@@ -156,6 +156,12 @@ def test_turning_it_off_removes_the_templates_and_leaves_the_nics_as_they_are(
     result = site(run_playbook, INVENTORY, "-e", "gpudirect_rdma_nic_configuration=false")
     assert recap(result.stdout)["failed"] == 0
     assert templates(custom) == []
+    # The inventory's NIC settings stay for when it is on again, and the plan says so.
+    said = " ".join((result.stdout + result.stderr).split())
+    assert (
+        "gpudirect_rdma_nic_type is set but unused while gpudirect_rdma_nic_configuration is false"
+        in said
+    )
     policy = custom.get_cluster_custom_object(
         "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
     )

@@ -60,7 +60,8 @@ def build_plan(given: Mapping) -> dict:
     inputs = Inputs(given)
     network_release, gpu_release = operators.releases(inputs)
     images = operators.images(inputs, network_release)
-    node_groups = groups.groups(inputs, images["ofedDriver"]["version"])
+    warnings: list[str] = []
+    node_groups = groups.groups(inputs, images["ofedDriver"]["version"], warnings)
     # The plan as its first group sees it (the only one without gpudirect_rdma_node_groups);
     # what serves every group iterates plan["groups"] (builders/common.group_plans).
     first = node_groups[0]
@@ -98,4 +99,6 @@ def build_plan(given: Mapping) -> dict:
         "nfd": {"operand_image": nfd_image},
         "machine_configs": machine_configs(inputs),
         "nic_configuration": nic_configuration.settings(inputs, node_groups),
+        # What the plan ignores and says so (gpudirect.rdma.plan shows them as warnings).
+        "warnings": warnings,
     }

@@ -128,14 +128,15 @@ def _group(
     }
 
 
-def groups(inputs: Inputs, default_driver: str) -> list[dict]:
+def groups(inputs: Inputs, default_driver: str, warnings: list[str]) -> list[dict]:
     """The plan's node groups, each with its network (rails.network) and its DOCA driver
-    version; one implicit group (name None) without gpudirect_rdma_node_groups."""
+    version; one implicit group (name None) without gpudirect_rdma_node_groups. A setting
+    unused while an opt-in is off adds a warning to warnings (unused.py)."""
     entries = _entries(inputs)
     nic_configuration = inputs.checked("nic_configuration")
     if not entries:
         result = [_group(inputs, None, default_driver)]
-        unused.refuse_unused(inputs, [inputs], result, nic_configuration)
+        warnings.extend(unused.refuse_unused(inputs, [inputs], result, nic_configuration))
         return result
     if inputs["interfaces"] is not None and all("interfaces" in e for e in entries):
         # Never silently unused (an AAP survey's answer, say).
@@ -172,7 +173,7 @@ def groups(inputs: Inputs, default_driver: str) -> list[dict]:
         for entry, group_inputs, part in zip(entries, each, shared, strict=True)
     ]
     _apart(inputs, result)
-    unused.refuse_unused(inputs, each, result, nic_configuration)
+    warnings.extend(unused.refuse_unused(inputs, each, result, nic_configuration))
     return result
 
 

@@ -1,7 +1,8 @@
 """One rule for settings that nothing in the plan would use: each input that only some plans use
 is listed once with what uses it, and a value the user set (anything but its default) that no node
-group would use is refused, naming what would use it. An AAP survey sends every answer, its
-defaults included: a value equal to the default is never refused.
+group would use is refused, naming what would use it; one that is unused only because the NIC
+firmware opt-in is off gets a warning instead (turning it off keeps its settings). An AAP survey
+sends every answer, its defaults included: a value equal to the default is never refused.
 
 A value set in a node group must be used by that group; a global value must be used by at least
 one group that takes it (one without its own value of that key)."""
@@ -104,19 +105,31 @@ def _unused(use: Use, default: Any, where: str) -> str:
     return f"{kept}: only {use.by} uses it, and {where}"
 
 
+def _kept_for_the_opt_in(use: Use, group: dict, inputs: Inputs, nic_configuration: bool) -> bool:
+    """Unused only because the NIC firmware opt-in is off: with it on, the group would use it.
+    Turning the opt-in off (docs/nic-configuration.md) keeps the settings for when it is on
+    again, so that is a warning, not a refusal."""
+    return not nic_configuration and use.uses(group, inputs, True)
+
+
 def refuse_unused(
     inputs: Inputs, each: list[Inputs], built: list[dict], nic_configuration: bool
-) -> None:
-    """Raise PlanError for the first input set where no group would use it. inputs: the global
-    ones; each: every group's inputs (the global ones with the group's keys over them, naming
-    those keys as the group's), in order; built: the groups rails.network made of them."""
+) -> list[str]:
+    """Raise PlanError for the first input set where no group would use it; return a warning
+    for each one unused only while the NIC firmware opt-in is off. inputs: the global ones;
+    each: every group's inputs (the global ones with the group's keys over them, naming those
+    keys as the group's), in order; built: the groups rails.network made of them."""
     several = len(built) > 1
+    warnings = []
     for key, use in USES.items():
-        takers = []
+        takers, kept = [], []
         for group_inputs, group in zip(each, built, strict=True):
             used = use.uses(group, group_inputs, nic_configuration)
             own = group_inputs.name(key) != inputs.name(key)
             if own and not used and _value(group_inputs, key) is not None:
+                if _kept_for_the_opt_in(use, group, group_inputs, nic_configuration):
+                    warnings.append(_off(group_inputs.name(key), use))
+                    continue
                 raise PlanError(
                     group_inputs.name(key),
                     group_inputs[key],
@@ -124,10 +137,22 @@ def refuse_unused(
                 )
             if not own:
                 takers.append(used)
+                kept.append(_kept_for_the_opt_in(use, group, group_inputs, nic_configuration))
         if _set(inputs, key) and not any(takers):
+            if any(kept):
+                warnings.append(_off(inputs.name(key), use))
+                continue
             where = (
                 "no node group that takes this variable (sets no value of its own) is one"
                 if several
                 else "this plan has none"
             )
             raise PlanError(inputs.name(key), inputs[key], _unused(use, DEFAULTS[key], where))
+    return warnings
+
+
+def _off(name: str, use: Use) -> str:
+    return (
+        f"{name} is set but unused while {PREFIX}nic_configuration is false: only {use.by} uses "
+        "it (kept for when it is turned on again)"
+    )

@@ -517,10 +517,14 @@ def test_a_paused_maintenance_operator_is_the_reason_nothing_moves_not_a_timeout
 # -- the engine -----------------------------------------------------------------------------------
 def test_off_the_steps_have_no_role_and_turning_it_off_removes_the_templates():
     on = plan_of()
-    # Off, the NIC types would be used by nothing, and are refused (plan/unused.py).
-    with pytest.raises(PlanError, match="nic_type: got .*only gpudirect_rdma_nic_configuration"):
-        plan_of(nic_configuration=False)
-    off = plan_of(nic_configuration=False, nic_type=None)
+    # Off, the NIC settings are kept for when it is on again, with a warning (plan/unused.py).
+    off = plan_of(nic_configuration=False)
+    assert off["warnings"] == [
+        "gpudirect_rdma_nic_type is set but unused while gpudirect_rdma_nic_configuration is "
+        "false: only gpudirect_rdma_nic_configuration: true (the NIC Configuration Operator's "
+        "templates) uses it (kept for when it is turned on again)"
+    ]
+    assert on["warnings"] == []
     step = table.step("nic-configuration")
     assert step.enabled(on) and not step.enabled(off)
     assert table.step("maintenance-operator").objects(off) == []

@@ -680,15 +680,17 @@ def test_a_global_setting_one_group_uses_is_taken_and_the_other_group_ignores_it
             "gpudirect_rdma_ib_link_state",
             "only a node group with method sriov_legacy over infiniband",
         ),
+        # The RoCE QoS with the NIC settings on, where no group runs RoCE.
         (
-            {"nic_type": ["ConnectX-7"]},
-            "gpudirect_rdma_nic_type",
-            "only gpudirect_rdma_nic_configuration: true",
-        ),
-        (
-            {"first": {"nic_type": ["ConnectX-7"]}},
-            "gpudirect_rdma_node_groups[0].nic_type",
-            "only gpudirect_rdma_nic_configuration: true",
+            {
+                "fabric": "infiniband",
+                "node_groups_1": {},
+                "first": {"fabric": "infiniband", "method": "shared_device"},
+                "nic_configuration": True,
+                "roce_pfc_priority": 4,
+            },
+            "gpudirect_rdma_roce_pfc_priority",
+            "on a RoCE node group: roceOptimized, the RoCE QoS, is for RoCE only",
         ),
     ],
 )
@@ -719,3 +721,24 @@ def test_every_input_the_rule_knows_is_an_input_of_the_plan():
     from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.unused import USES
 
     assert set(USES) <= set(DEFAULTS)
+
+
+def test_settings_of_the_nic_opt_in_while_it_is_off_are_kept_with_a_warning():
+    """Turning gpudirect_rdma_nic_configuration off keeps its settings for when it is on again:
+    each is named in a warning, globally or in a group; none is refused."""
+    inventory = _mixed_groups(nic_type=["ConnectX-6 Dx"])
+    plan = build_plan(
+        {
+            **inventory,
+            "nic_type": ["ConnectX-7"],
+            "roce_pfc_priority": "4",
+            "nic_firmware_reset": True,
+        }
+    )
+    assert [w.split(" is set but unused")[0] for w in plan["warnings"]] == [
+        "gpudirect_rdma_node_groups[0].nic_type",
+        "gpudirect_rdma_nic_type",
+        "gpudirect_rdma_nic_firmware_reset",
+        "gpudirect_rdma_roce_pfc_priority",
+    ]
+    assert build_plan(_mixed_groups())["warnings"] == []
