@@ -157,11 +157,14 @@ def assert_converged(plan: dict, custom, core) -> None:
             "operators.coreos.com", "v1alpha1", operator["namespace"], "clusterserviceversions"
         )["items"]
         assert [c["status"]["phase"] for c in csvs] == ["Succeeded"], operator["namespace"]
-    policy = custom.get_cluster_custom_object(
-        "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
-    )
-    assert policy["status"]["state"] == "ready"
-    assert set(policy["spec"]) == expected_policy_sections(plan)
+    policies = custom.list_cluster_custom_object("mellanox.com", "v1alpha1", "nicclusterpolicies")
+    if expected_policy_sections(plan):
+        (policy,) = policies["items"]
+        assert policy["status"]["state"] == "ready"
+        assert set(policy["spec"]) == expected_policy_sections(plan)
+    else:
+        # Nothing cluster-wide (mixed-methods): the NicNodePolicies hold everything.
+        assert policies["items"] == []
     node_policies = {
         p["metadata"]["name"]: p
         for p in custom.list_cluster_custom_object("mellanox.com", "v1alpha1", "nicnodepolicies")[
