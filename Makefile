@@ -108,6 +108,10 @@ ee: build ## execution environment build context in build/ee (ansible-builder cr
 .PHONY: test
 test: lint unit sanity integration build artifact ## everything CI runs
 
+.PHONY: test-matrix
+test-matrix: venv ## the other ansible-core releases the collection claims (tests/ansible-matrix.txt): sanity, unit, a converge and its 0-write re-run on each
+	bash hack/test-matrix.sh
+
 .PHONY: benchmark
 benchmark: venv ## benchmarks (not in make test): plan + render, converged re-run against kubectl apply, gate reaction, 1,000 nodes
 	$(BIN)/python benchmarks/plan_render.py

@@ -33,6 +33,7 @@ WRITTEN_BY_GALAXY = ("MANIFEST.json", "FILES.json")
 NOT_SHIPPED = (
     "tests/artifact",
     "tests/gpu",
+    "tests/ansible-matrix.txt",
     "tests/harness",
     "tests/integration",
     "tests/simulator",

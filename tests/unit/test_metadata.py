@@ -213,16 +213,28 @@ def _minor(version: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def test_requires_ansible_is_the_ansible_core_the_tests_and_the_execution_environment_use():
+def matrix() -> list[tuple[int, int]]:
+    """The ansible-core minors make test-matrix runs (tests/ansible-matrix.txt)."""
+    lines = (REPO_ROOT / "tests" / "ansible-matrix.txt").read_text().splitlines()
+    return [_minor(line.split()[0] + ".0") for line in lines if line and not line.startswith("#")]
+
+
+def test_requires_ansible_is_exactly_the_ansible_cores_the_tests_run():
+    """Its lower bound is the ansible-core make test and the execution environment use; its
+    upper bound the next minor after the newest make test-matrix runs; every minor between is
+    tested."""
     required = RUNTIME["requires_ansible"]
-    assert re.fullmatch(r">=\d+\.\d+\.\d+", required), required
+    match = re.fullmatch(r">=(\d+\.\d+\.\d+),<(\d+\.\d+)", required)
+    assert match, required
     execution_environment = yaml.safe_load(
         (REPO_ROOT / "meta" / "execution-environment.yml").read_text()
     )
     pinned = execution_environment["dependencies"]["ansible_core"]["package_pip"]
     assert pinned.startswith("ansible-core=="), pinned
-    assert (
-        _minor(required)
-        == _minor(ANSIBLE_CORE_VERSION)
-        == _minor(pinned.removeprefix("ansible-core=="))
-    ), (required, ANSIBLE_CORE_VERSION, pinned)
+    low = _minor(match[1])
+    assert low == _minor(pinned.removeprefix("ansible-core==")), (required, pinned)
+    high = _minor(match[2] + ".0")
+    tested = [low, *matrix()]
+    assert tested == [(low[0], minor) for minor in range(low[1], high[1])], (required, tested)
+    # make test runs the lowest (requirements-test.txt), make test-matrix each other one.
+    assert _minor(ANSIBLE_CORE_VERSION) in tested, (ANSIBLE_CORE_VERSION, tested)
