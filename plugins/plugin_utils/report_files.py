@@ -7,7 +7,8 @@
   element per failed one holding its problems (a host check's warning or unknown state is a
   pass whose system-out says so), the numbers in system-out; AAP, Jenkins and GitLab show it as
   test results.
-- html(report): one self-contained page (inline CSS and SVG, no script, nothing fetched) with
+- html(report): one self-contained page (report.html.j2 beside this file, autoescaped; inline CSS
+  and SVG, no script, nothing fetched) with
   the verdict, the pairs' table with each side's GPU and its relation to the NIC, the problems
   and warnings, a bar chart of the average bandwidth per pair and rail against the threshold,
   the host checks with what to change, the NCCL runs with a plot of their bus bandwidth
@@ -16,9 +17,15 @@
 
 from __future__ import annotations
 
+import functools
 import html as escape
 import math
+import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.nccl_test import gpudirect_shown
 
@@ -164,11 +171,6 @@ svg text { font-family: system-ui, sans-serif; font-size: 12px; }
 """
 
 
-def _cell(value, numeric: bool = False) -> str:
-    shown = "-" if value is None else escape.escape(str(value))
-    return f'<td class="num">{shown}</td>' if numeric else f"<td>{shown}</td>"
-
-
 def _bars(pairs: list[dict]) -> str:
     """An SVG bar chart: each pair's average Gb/s, and its floor as a dashed mark across it."""
     if not pairs:
@@ -300,155 +302,136 @@ def _nccl_verdict(runs: list[dict]) -> str:
     return f"; {passed} of {len(runs)} NCCL run(s) passed"
 
 
-def _nccl_section(runs: list[dict]) -> str:
-    if not runs:
-        return ""
-    grouped = any("group" in r for r in runs)
-    rows = []
-    problems = []
-    for run in runs:
-        rows.append(
-            f'<tr class="{"passed" if run["passed"] else "failed"}">'
-            + (_cell(run.get("group")) if grouped else "")
-            + _cell(", ".join(run["nodes"]))
-            + _cell(run.get("ranks"), True)
-            + _cell(run.get("transport"))
-            + _cell(gpudirect_shown(run))
-            + _cell(", ".join(run.get("devices") or []) or None)
-            + _cell(run.get("avg_busbw_gbps"), True)
-            + _cell(run.get("max_busbw_gbytes"), True)
-            + _cell(run.get("busbw_judged_gbps"), True)
-            + _cell(f"{run['floor_gbps']:g}: {run['floor']}")
-            + _cell(run["config_map"])
-            + _cell("pass" if run["passed"] else "FAIL")
-            + "</tr>"
+def _row(status: str | None, *cells) -> dict:
+    """A table row for the template: its class, and (value, numeric) per cell."""
+    return {"status": status, "cells": [c if isinstance(c, tuple) else (c, False) for c in cells]}
+
+
+def _result(passed: bool) -> str:
+    return "passed" if passed else "failed"
+
+
+def _pair_rows(pairs: list[dict], grouped: bool) -> list[dict]:
+    return [
+        _row(
+            _result(pair["passed"]),
+            *([pair.get("group")] if grouped else []),
+            (pair["rail"], True),
+            f"{pair['server_node']} -> {pair['client_node']}",
+            pair.get("device"),
+            pair.get("link_type"),
+            (pair.get("gid_index"), True),
+            _path(pair.get("server_gpu") or {}),
+            _path(pair.get("client_gpu") or {}),
+            (pair.get("bw_average_gbps"), True),
+            (pair.get("floor_gbps"), True),
+            (pair.get("msg_rate_mpps"), True),
+            pair.get("gpu_memory"),
+            "pass" if pair["passed"] else "FAIL",
         )
-        if run["problems"]:
-            items = "".join(f"<li>{escape.escape(p)}</li>" for p in run["problems"])
-            problems.append(
-                f'<h3>{escape.escape(_run_name(run))}</h3><ul class="problems">{items}</ul>'
-            )
-    columns = (["group"] if grouped else []) + [
-        "nodes",
-        "ranks",
-        "transport",
-        "GPUDirect",
-        "NICs",
-        "avg busbw Gb/s",
-        "best busbw GB/s",
-        "judged Gb/s",
-        "floor Gb/s",
-        "NCCL settings",
-        "result",
+        for pair in pairs
     ]
-    header = "".join(f"<th>{c}</th>" for c in columns)
-    return (
-        "<h2>NCCL bus bandwidth against message size</h2>"
-        + _curves(runs)
-        + f"<h2>NCCL runs</h2><table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}"
-        "</tbody></table>" + "".join(problems)
-    )
+
+
+def _check_rows(checks: list[dict]) -> list[dict]:
+    rows = []
+    for check in checks:
+        row = _row(
+            "failed" if check["status"] == "failure" else check["status"],
+            check["node"],
+            check["check"],
+            (check.get("rail"), True),
+            check["status"],
+            check["detail"],
+            check.get("fix") or "",
+        )
+        reference = check.get("reference") or ""
+        if reference.startswith("https://"):
+            row["link"] = Markup('<td><a href="{}">reference</a></td>').format(reference)
+        else:
+            row["cells"].append((reference, False))
+        rows.append(row)
+    return rows
+
+
+def _nccl_rows(runs: list[dict], grouped: bool) -> list[dict]:
+    return [
+        _row(
+            _result(run["passed"]),
+            *([run.get("group")] if grouped else []),
+            ", ".join(run["nodes"]),
+            (run.get("ranks"), True),
+            run.get("transport"),
+            gpudirect_shown(run),
+            ", ".join(run.get("devices") or []) or None,
+            (run.get("avg_busbw_gbps"), True),
+            (run.get("max_busbw_gbytes"), True),
+            (run.get("busbw_judged_gbps"), True),
+            f"{run['floor_gbps']:g}: {run['floor']}",
+            run["config_map"],
+            "pass" if run["passed"] else "FAIL",
+        )
+        for run in runs
+    ]
+
+
+_PAIR_COLUMNS = ["rail", "server -> client", "NIC", "link", "GID", "server GPU", "client GPU"]
+_PAIR_COLUMNS += ["avg Gb/s", "floor Gb/s", "Mpps", "GPU memory", "result"]
+_CHECK_COLUMNS = ["node", "check", "rail", "status", "what was found", "what to change", "read"]
+_NCCL_COLUMNS = ["nodes", "ranks", "transport", "GPUDirect", "NICs", "avg busbw Gb/s"]
+_NCCL_COLUMNS += ["best busbw GB/s", "judged Gb/s", "floor Gb/s", "NCCL settings", "result"]
+_DEVICE_KEYS = ("node", "name", "type", "firmware", "configuration")
+_TEMPLATE = Path(__file__).with_name("report.html.j2")
+_BETWEEN_TAGS = re.compile(r">\s+<")
+
+
+@functools.cache
+def _template():
+    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    return environment.from_string(_TEMPLATE.read_text())
 
 
 def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
-    """One self-contained HTML page of the report."""
+    """One self-contained HTML page of the report (report.html.j2 beside this file)."""
     pairs = report.get("pairs") or []
-    passed = bool(report.get("passed"))
-    grouped = any("group" in p for p in pairs)
-    rows = []
-    for pair in pairs:
-        server, client = pair.get("server_gpu") or {}, pair.get("client_gpu") or {}
-        rows.append(
-            f'<tr class="{"passed" if pair["passed"] else "failed"}">'
-            + (_cell(pair.get("group")) if grouped else "")
-            + _cell(pair["rail"], True)
-            + _cell(f"{pair['server_node']} -> {pair['client_node']}")
-            + _cell(pair.get("device"))
-            + _cell(pair.get("link_type"))
-            + _cell(pair.get("gid_index"), True)
-            + _cell(_path(server))
-            + _cell(_path(client))
-            + _cell(pair.get("bw_average_gbps"), True)
-            + _cell(pair.get("floor_gbps"), True)
-            + _cell(pair.get("msg_rate_mpps"), True)
-            + _cell(pair.get("gpu_memory"))
-            + _cell("pass" if pair["passed"] else "FAIL")
-            + "</tr>"
-        )
-    findings = []
-    for pair in pairs:
-        items = "".join(f"<li>{escape.escape(p)}</li>" for p in pair["problems"])
-        notes = "".join(f"<li>{escape.escape(w)}</li>" for w in pair.get("warnings", []))
-        if items or notes:
-            findings.append(
-                f"<h3>{escape.escape(_pair_name(pair))}</h3>"
-                + (f'<ul class="problems">{items}</ul>' if items else "")
-                + (f'<ul class="warnings">{notes}</ul>' if notes else "")
-            )
+    runs = report.get("nccl") or []
     checks = report.get("host_checks") or []
-    check_rows = "".join(
-        f'<tr class="{"failed" if c["status"] == "failure" else c["status"]}">'
-        + _cell(c["node"])
-        + _cell(c["check"])
-        + _cell(c.get("rail"), True)
-        + _cell(c["status"])
-        + _cell(c["detail"])
-        + _cell(c.get("fix") or "")
-        + (
-            f'<td><a href="{escape.escape(c["reference"])}">reference</a></td>'
-            if c.get("reference", "").startswith("https://")
-            else _cell(c.get("reference") or "")
-        )
-        + "</tr>"
-        for c in checks
-    )
-    devices = report.get("nic_devices") or []
-    device_rows = "".join(
-        "<tr>"
-        + "".join(_cell(d.get(k)) for k in ("node", "name", "type", "firmware", "configuration"))
-        + _cell(", ".join(d.get("ports") or []))
-        + "</tr>"
-        for d in devices
-    )
-    columns = ["group"] if grouped else []
-    columns += ["rail", "server -> client", "NIC", "link", "GID", "server GPU", "client GPU"]
-    columns += ["avg Gb/s", "floor Gb/s", "Mpps", "GPU memory", "result"]
-    header = "".join(f"<th>{c}</th>" for c in columns)
+    grouped = any("group" in p for p in pairs)
+    runs_grouped = any("group" in r for r in runs)
     reasons = sorted({(p.get("floor_gbps"), p.get("floor")) for p in pairs if p.get("floor")})
-    floors_shown = "; ".join(f"{gbps:g} Gb/s ({why})" for gbps, why in reasons) or "-"
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{escape.escape(title)}</h1>"
-        f'<p><span class="verdict {"pass" if passed else "fail"}">'
-        f"{'passed' if passed else 'failed'}</span> "
-        f"{len([p for p in pairs if p['passed']])} of {len(pairs)} pair(s) passed; floor "
-        f"{escape.escape(floors_shown)}; GPU memory "
-        f"{escape.escape(str(report.get('gpu_memory', '-')))}; "
-        f"cross-switch pairs {'allowed' if report.get('allow_cross_switch') else 'fail'}"
-        + _nccl_verdict(report.get("nccl") or [])
-        + "</p>"
-        f"<h2>Bandwidth per pair and rail</h2>{_bars(pairs)}"
-        f"<h2>Pairs</h2><table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody>"
-        "</table>"
-        + (f"<h2>Problems and warnings</h2>{''.join(findings)}" if findings else "")
-        + (
-            f"<h2>Host checks</h2><p>{sum(c['status'] == 'ok' for c in checks)} of "
-            f"{len(checks)} passed.</p><table><thead><tr><th>node</th><th>check</th><th>rail"
-            "</th><th>status</th><th>what was found</th><th>what to change</th><th>read</th>"
-            f"</tr></thead><tbody>{check_rows}</tbody></table>"
-            if checks
-            else ""
-        )
-        + _nccl_section(report.get("nccl") or [])
-        + (
-            "<h2>NIC firmware configuration</h2><table><thead><tr><th>node</th><th>NicDevice"
-            "</th><th>type</th><th>firmware</th><th>configuration</th><th>ports</th></tr>"
-            f"</thead><tbody>{device_rows}</tbody></table>"
-            if devices
-            else ""
-        )
-        + '<p class="muted">Written by gpudirect.rdma verify; the numbers are ib_write_bw\'s'
-        " and all_reduce_perf's.</p>"
-        "</body></html>\n"
+    findings = [
+        {"name": _pair_name(p), "problems": p["problems"], "warnings": p.get("warnings", [])}
+        for p in pairs
+        if p["problems"] or p.get("warnings")
+    ]
+    page = _template().render(
+        title=title,
+        style=_STYLE,
+        passed=bool(report.get("passed")),
+        pairs=pairs,
+        pairs_passed=len([p for p in pairs if p["passed"]]),
+        floors="; ".join(f"{gbps:g} Gb/s ({why})" for gbps, why in reasons) or "-",
+        gpu_memory=str(report.get("gpu_memory", "-")),
+        allow_cross_switch=report.get("allow_cross_switch"),
+        nccl_verdict=_nccl_verdict(runs),
+        # The SVG builders escape every text they take from the report.
+        bars=Markup(_bars(pairs)),  # noqa: S704
+        pair_columns=(["group"] if grouped else []) + _PAIR_COLUMNS,
+        pair_rows=_pair_rows(pairs, grouped),
+        findings=findings,
+        check_columns=_CHECK_COLUMNS,
+        check_rows=_check_rows(checks),
+        checks_passed=sum(c["status"] == "ok" for c in checks),
+        curves=Markup(_curves(runs)) if runs else "",  # noqa: S704
+        nccl_columns=(["group"] if runs_grouped else []) + _NCCL_COLUMNS,
+        nccl_rows=_nccl_rows(runs, runs_grouped),
+        nccl_problems=[
+            {"name": _run_name(r), "problems": r["problems"]} for r in runs if r["problems"]
+        ],
+        device_columns=["node", "NicDevice", "type", "firmware", "configuration", "ports"],
+        device_rows=[
+            _row(None, *(d.get(k) for k in _DEVICE_KEYS), ", ".join(d.get("ports") or []))
+            for d in report.get("nic_devices") or []
+        ],
     )
+    return "<!DOCTYPE html>\n" + _BETWEEN_TAGS.sub("><", page.strip()) + "\n"

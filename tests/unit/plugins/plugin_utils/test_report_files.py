@@ -164,6 +164,8 @@ def test_text_from_the_cluster_is_escaped():
     page_text = verify_files(report)["html"]
     assert "<script>" not in page_text
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in page_text
+    # The template escapes its own words too.
+    assert "<th>server -&gt; client</th>" in page_text
     assert "&lt;script&gt;" in verify_files(report)["junit"]
 
 
