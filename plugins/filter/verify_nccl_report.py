@@ -86,7 +86,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.nccl_test import ( 
     run_report,
     with_runs,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (  # noqa: E402
     group_view,
 )
 

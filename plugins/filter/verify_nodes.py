@@ -53,7 +53,7 @@ _value:
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (  # noqa: E402
     eligible_nodes,
     gpu_counts,
     group_view,

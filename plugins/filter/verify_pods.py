@@ -92,7 +92,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import vali
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.settings import (  # noqa: E402
     with_role_defaults,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (  # noqa: E402
     client_pods,
     group_view,
     server_addresses,

@@ -162,7 +162,7 @@ _value:
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (  # noqa: E402
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.judge import (  # noqa: E402
     host_findings,
     report,
     runs_from_logs,

@@ -30,7 +30,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import VERIFY_NAMED
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils import floors, nccl, nccl_settings
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import (
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (
     COMPONENT,
     GROUP_LABEL,
     NETWORKS_ANNOTATION,

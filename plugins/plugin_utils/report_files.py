@@ -1,4 +1,4 @@
-"""The verification report (plugin_utils.verify.report) as files people and CI systems read
+"""The verification report (plugin_utils.verify.judge.report) as files people and CI systems read
 (pure: report in, text out).
 
 - junit(report): JUnit XML, one test case per pair (classname gpudirect.rdma.bandwidth, with

@@ -20,9 +20,10 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils import (
     nccl,
     nccl_test,
     topology,
-    verify,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.log import pod_log
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import group_view
 from tests.unit.inventories import inputs
 
 # all_reduce_perf's sizes in hack/test-gpu.sh: 1M to 1G doubling (launcher), 1M to 64M (JSON).
@@ -49,7 +50,7 @@ def facts(folder: Path, check: Check) -> None:
     found = host_checks.facts(log)
     print("pod script (ROLE=facts) on the real machine:")
     check("it printed the host checks' facts", bool(found), ", ".join(sorted(found)))
-    split = verify.pod_log(log)
+    split = pod_log(log)
     matrix = (folder / "nvidia-smi-topo-m.txt").read_text()
     try:
         parsed = topology.parse(matrix)
@@ -65,7 +66,7 @@ def facts(folder: Path, check: Check) -> None:
     )
     for rail, entry in sorted(split["rails"].items()):
         print(f"  pairing of device {rail}: {entry}")
-    plan = verify.group_view(build_plan(inputs("shared-device-roce")), None)
+    plan = group_view(build_plan(inputs("shared-device-roce")), None)
     for finding in host_checks.judge(plan, {"this machine": log}, []):
         print(f"  host check {finding['check']}: {finding['status']}: {finding['detail']}")
 

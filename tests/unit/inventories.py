@@ -6,7 +6,10 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import verify
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (
+    group_view,
+    server_pods,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INVENTORIES = REPO_ROOT / "inventories"
@@ -28,6 +31,4 @@ def bandwidth_pods(plan: dict) -> list[dict]:
         key: defaults[f"verify_{key}"]
         for key in ("image", "perftest", "size", "qps", "duration", "port")
     }
-    return verify.server_pods(
-        verify.group_view(plan, plan["groups"][0]["name"]), "worker-0", settings, 8
-    )
+    return server_pods(group_view(plan, plan["groups"][0]["name"]), "worker-0", settings, 8)

@@ -24,8 +24,8 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils import (
     nccl_test,
     perftest,
     topology,
-    verify,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.log import pod_log
 from tests.harness.controlplane import shared_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,7 +131,7 @@ def _pod_facts(text: str) -> dict:
     found = host_checks.facts(text)
     if not found:
         raise Refused("no fact lines (not a verification pod's log)")
-    split = verify.pod_log(text)
+    split = pod_log(text)
     return {
         "facts": sorted(found),
         "topology_error": split["topology_error"],

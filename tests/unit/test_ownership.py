@@ -14,8 +14,10 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
     components,
     managed_kinds,
 )
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils import verify
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (
+    COMPONENT as VERIFY_COMPONENT,
+)
 from tests.unit.inventories import NAMES, bandwidth_pods, inputs
 
 MANAGED = set(managed_kinds())
@@ -32,7 +34,7 @@ def test_every_object_is_labelled_and_of_a_kind_uninstall_removes(name):
         labels = obj["metadata"]["labels"]
         where = f"{obj['kind']} {obj['metadata']['name']}"
         assert labels["app.kubernetes.io/managed-by"] == "gpudirect.rdma", where
-        assert labels["gpudirect.rdma/component"] in (*components(), verify.COMPONENT), where
+        assert labels["gpudirect.rdma/component"] in (*components(), VERIFY_COMPONENT), where
         assert (obj["apiVersion"], obj["kind"]) in MANAGED, f"uninstall would miss {where}"
 
 

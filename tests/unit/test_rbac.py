@@ -42,9 +42,12 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils import (
     nccl_settings,
     nccl_test,
-    verify,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (
+    COMPONENT,
+    group_view,
+)
 from tests.harness.controlplane import crd_files, harness_crd_files
 from tests.unit.inventories import NAMES, bandwidth_pods, inputs
 
@@ -418,13 +421,9 @@ def requests_of(name: str) -> set:
     cluster = Recorder(listed=listed, existing=verify_named())
     applier = Applier(cluster, False)
     applier.apply(pods)
-    view = verify.group_view(plan, plan["groups"][0]["name"])
+    view = group_view(plan, plan["groups"][0]["name"])
     applier.apply(
-        [
-            nccl_settings.config_map(
-                view, False, {"NCCL_SOCKET_IFNAME": "eth0"}, ["a"], verify.COMPONENT
-            )
-        ]
+        [nccl_settings.config_map(view, False, {"NCCL_SOCKET_IFNAME": "eth0"}, ["a"], COMPONENT)]
     )
     nodes = ["worker-0", "worker-1"]
     applier.apply(nccl_test.objects(view, nodes, dict.fromkeys(nodes, 8), NCCL_SETTINGS, SSH_KEY))

@@ -606,7 +606,9 @@ def test_without_reset_the_templates_just_go_and_the_nics_keep_their_settings():
 
 # -- verify ---------------------------------------------------------------------------------------
 def test_the_verify_report_shows_the_tested_nodes_nics_and_their_configuration_state():
-    from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify import report
+    from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.judge import (
+        report,
+    )
 
     plan = plan_of()
     (template,) = templates(plan)

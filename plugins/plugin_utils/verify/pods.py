@@ -1,0 +1,169 @@
+"""The bandwidth test's pods: a server pod and a client pod per node group, each holding a whole
+node's worth of the test (the GPUs it may choose from, one of each rail's RDMA resource, every
+rail's network: net1 is rail 0's, net2 rail 1's, ...; IPC_LOCK), running verify_test.sh (in
+plugins/plugin_utils); the servers' addresses for the client; the nodes that can run them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    group_plans,
+    new_object,
+)
+
+COMPONENT = "verify"
+
+ROLE_LABEL = "gpudirect.rdma/verify-role"
+
+GROUP_LABEL = "gpudirect.rdma/node-group"
+
+NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+
+NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
+
+SCRIPT = (Path(__file__).parents[1] / "verify_test.sh").read_text()
+
+
+def group_view(plan: dict, name: str | None) -> dict:
+    """The plan as the named node group sees it (builders.common.group_plans); None names the
+    only group."""
+    views = group_plans(plan)
+    names = [v["name"] for v in views]
+    if name is None and len(views) == 1:
+        return views[0]
+    if name is not None and name in names:
+        return views[names.index(name)]
+    raise ValueError(
+        f"group: expected one of the plan's node groups ({', '.join(map(str, names))}); got "
+        f"{name!r}"
+    )
+
+
+def several_groups(plan: dict) -> bool:
+    return len(plan["groups"]) > 1
+
+
+def pod_name(plan: dict, role: str) -> str:
+    """plan: a group's view."""
+    group = f"{plan['name']}-" if several_groups(plan) else ""
+    return f"gpudirect-rdma-verify-{group}{role}"
+
+
+def bandwidth_pod(
+    plan: dict,
+    role: str,
+    node: str,
+    settings: dict,
+    gpus: int,
+    server_addresses: list[str] | None = None,
+) -> dict:
+    """plan: a group's view. gpus: how many GPUs the pod asks for, to choose each rail's from."""
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+        raise ValueError(f"gpus: expected a whole number of GPUs of at least 1; got {gpus!r}")
+    env = {
+        "ROLE": role,
+        "RAILS": str(len(plan["rails"])),
+        "GPU_MEMORY": plan["gpu"]["memory"],
+        "SIZE": str(settings["size"]),
+        "QPS": str(settings["qps"]),
+        "DURATION": str(settings["duration"]),
+        "PORT": str(settings["port"]),
+        "PERFTEST": settings["perftest"],
+        # CUDA numbers the GPUs as nvidia-smi does, so --use_cuda=N is topo -m's GPU<N>.
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    }
+    if role == "client":
+        env["SERVER_IPS"] = ",".join(server_addresses or [])
+    resources = {"nvidia.com/gpu": str(gpus)}
+    resources.update({rail["node_resource"]: "1" for rail in plan["rails"]})
+    return new_object(
+        "v1",
+        "Pod",
+        pod_name(plan, role),
+        COMPONENT,
+        namespace=plan["network_namespace"],
+        labels={ROLE_LABEL: role, **({GROUP_LABEL: plan["name"]} if several_groups(plan) else {})},
+        annotations={NETWORKS_ANNOTATION: ",".join(rail["network_name"] for rail in plan["rails"])},
+        spec={
+            "nodeName": node,
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "perftest",
+                    "image": settings["image"],
+                    "command": ["/bin/bash", "-c", SCRIPT],
+                    "env": [{"name": k, "value": v} for k, v in env.items()],
+                    "resources": {"limits": dict(resources), "requests": dict(resources)},
+                    "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                }
+            ],
+        },
+    )
+
+
+def server_pods(plan: dict, server_node: str, settings: dict, gpus: int) -> list[dict]:
+    return [bandwidth_pod(plan, "server", server_node, settings, gpus)]
+
+
+def client_pods(
+    plan: dict, client_node: str, settings: dict, addresses: list[str], gpus: int
+) -> list[dict]:
+    if len(addresses) != len(plan["rails"]):
+        raise ValueError(
+            f"server_addresses: expected one per rail ({len(plan['rails'])}); got {addresses!r}"
+        )
+    return [bandwidth_pod(plan, "client", client_node, settings, gpus, addresses)]
+
+
+def server_addresses(plan: dict, servers: list[dict]) -> list[str]:
+    """Each rail's server address: net<N+1> of the server pod's
+    k8s.v1.cni.cncf.io/network-status for rail N."""
+    name = pod_name(plan, "server")
+    pod = next((p for p in servers if p["metadata"]["name"] == name), None)
+    if pod is None:
+        raise ValueError(
+            f"servers: expected the server pod {name}; got "
+            f"{[p['metadata']['name'] for p in servers]}"
+        )
+    raw = (pod["metadata"].get("annotations") or {}).get(NETWORK_STATUS, "[]")
+    statuses = {n.get("interface"): n for n in json.loads(raw)}
+    addresses = []
+    for rail in plan["rails"]:
+        interface = f"net{rail['index'] + 1}"
+        status = statuses.get(interface) or {}
+        if not status.get("ips"):
+            raise ValueError(
+                f"servers: pod {name} has no {interface} address in its {NETWORK_STATUS} "
+                f"annotation ({raw}): did Multus attach {rail['network_name']}?"
+            )
+        addresses.append(status["ips"][0])
+    return addresses
+
+
+def _allocatable(node: dict, resource: str) -> int:
+    """How many of resource the node advertises as allocatable (0 when absent or not a count)."""
+    value = str(((node.get("status") or {}).get("allocatable") or {}).get(resource, "0"))
+    return int(value) if value.isdigit() else 0
+
+
+def eligible_nodes(plan: dict, nodes: list[dict]) -> tuple[list[str], dict[str, str]]:
+    """Nodes that can run a test pod: schedulable, with a GPU and every rail's resource."""
+    eligible, ineligible = [], {}
+    wanted = ["nvidia.com/gpu", *[rail["node_resource"] for rail in plan["rails"]]]
+    for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
+        name = node["metadata"]["name"]
+        missing = [r for r in wanted if _allocatable(node, r) < 1]
+        if (node.get("spec") or {}).get("unschedulable"):
+            ineligible[name] = "unschedulable (cordoned)"
+        elif missing:
+            ineligible[name] = "advertises no " + ", ".join(missing)
+        else:
+            eligible.append(name)
+    return eligible, ineligible
+
+
+def gpu_counts(nodes: list[dict]) -> dict[str, int]:
+    """How many GPUs (nvidia.com/gpu) each node advertises as allocatable."""
+    return {node["metadata"]["name"]: _allocatable(node, "nvidia.com/gpu") for node in nodes}
