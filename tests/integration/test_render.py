@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import dynamic
+from kubernetes import client, dynamic
 
 from ansible_collections.gpudirect.rdma.plugins.filter.objects import objects as objects_filter
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
@@ -209,7 +209,10 @@ def test_a_tree_applied_with_kubectl_is_taken_over_by_site_in_one_line(
     from tests.harness.audit import AuditLog
     from tests.harness.controlplane import ADMIN_USER
     from tests.integration.test_site import nodes_for, recap, site
+    from tests.integration.test_uninstall import uninstall_everything
 
+    # Nothing of the collection's yet, as on a cluster the tree is applied to first.
+    uninstall_everything(run_playbook)
     nodes_for(harness, "shared-device-roce")
     tree = tmp_path / "tree"
     render(run_playbook, "shared-device-roce", tree)
@@ -237,6 +240,14 @@ def test_a_tree_applied_with_kubectl_is_taken_over_by_site_in_one_line(
     second = site(run_playbook, "shared-device-roce")
     assert recap(second.stdout)["changed"] == 0
     assert audit.writes(ADMIN_USER) == []
+    # kubectl's claim on the fields is gone: a field a later plan drops is removed.
+    policy = client.CustomObjectsApi(harness).get_cluster_custom_object(
+        "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
+    )
+    appliers = {
+        e["manager"] for e in policy["metadata"]["managedFields"] if e["operation"] == "Apply"
+    }
+    assert appliers == {"gpudirect.rdma"}, policy["metadata"]["managedFields"]
 
 
 def test_survey_answers_as_extra_variables_plan_the_rails(run_playbook, tmp_path):

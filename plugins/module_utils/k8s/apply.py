@@ -291,6 +291,8 @@ class Applier:
                     self._wait_until_gone(obj)
                 try:
                     after = self._apply(obj) if judged or not self.check_mode else None
+                    if reasons == [ADOPTING] and not self.check_mode and after is not None:
+                        after = self._sole_owner(obj, after)
                 except Refused as refusal:
                     if not (self.check_mode and refusal.by_admission):
                         raise
@@ -306,6 +308,26 @@ class Applier:
             self.results.append(outcome(obj, _DONE[action], reasons))
             applied.append(after)
         return applied
+
+    def _sole_owner(self, obj: dict, stored: dict) -> dict:
+        """Take an adopted object's fields from the manager that applied them before (kubectl,
+        a GitOps tool): its Apply entries go, so that a field a later plan drops is removed,
+        not kept by the other manager's claim. Other entries (status updates) stay."""
+        entries = (stored.get("metadata") or {}).get("managedFields") or []
+        kept = [
+            e for e in entries if e.get("operation") != "Apply" or e.get("manager") == FIELD_MANAGER
+        ]
+        if len(kept) == len(entries):
+            return stored
+        metadata = obj["metadata"]
+        self.cluster.patch(
+            obj["apiVersion"],
+            obj["kind"],
+            metadata["name"],
+            metadata.get("namespace"),
+            {"metadata": {"managedFields": kept}},
+        )
+        return {**stored, "metadata": {**stored["metadata"], "managedFields": kept}}
 
     def _namespace_exists(self, obj: dict) -> bool:
         namespace = obj["metadata"].get("namespace")

@@ -118,6 +118,45 @@ def test_an_object_never_applied_by_the_collection_is_applied_once():
     assert decide(DESIRED, current) == ("update", ["not yet managed by gpudirect.rdma"])
 
 
+class Adopting:
+    """A cluster where kubectl applied the planned object: apply makes gpudirect.rdma a
+    co-owner, as the API server does; patches are recorded."""
+
+    def __init__(self):
+        self.stored = live(DESIRED["spec"], OWNED, manager="kubectl")
+        self.patches = []
+
+    def get(self, api_version, kind, name, namespace=None):
+        return self.stored
+
+    def apply(self, obj, dry_run=False):
+        entry = {"manager": "gpudirect.rdma", "operation": "Apply", "fieldsV1": OWNED}
+        status = {"manager": "simulator", "operation": "Update", "subresource": "status"}
+        fields = [*self.stored["metadata"]["managedFields"], entry, status]
+        self.stored = {
+            **self.stored,
+            "metadata": {**self.stored["metadata"], "managedFields": fields},
+        }
+        return self.stored
+
+    def patch(self, api_version, kind, name, namespace, body):
+        self.patches.append(body)
+
+
+def test_an_adopted_object_loses_the_other_managers_apply_claims_and_keeps_the_rest():
+    cluster = Adopting()
+    applier = Applier(cluster, check_mode=False)
+    (after,) = applier.apply([DESIRED])
+    (patch,) = cluster.patches
+    kept = patch["metadata"]["managedFields"]
+    assert [(e["manager"], e["operation"]) for e in kept] == [
+        ("gpudirect.rdma", "Apply"),
+        ("simulator", "Update"),
+    ]
+    assert after["metadata"]["managedFields"] == kept
+    assert applier.results[0]["reasons"] == ["not yet managed by gpudirect.rdma"]
+
+
 def test_lists_compare_item_by_item_and_keyed_fields_are_tracked():
     assert contains([{"a": 1, "b": 2}], [{"a": 1}])
     assert not contains([{"a": 1}, {"a": 2}], [{"a": 1}])
