@@ -226,6 +226,13 @@ def test_somebody_elses_maintenance_operator_is_used_not_replaced(
         assert {reason_of(d) for d in devices(custom)} == {"UpdateSuccessful"}
     finally:
         core.delete_namespace(theirs)
+        # Until it is gone, its Subscription is somebody else's Maintenance Operator to every
+        # later test of this worker (their site.yml would use it, not install the collection's).
+        wait_for(
+            lambda: theirs not in {n.metadata.name for n in core.list_namespace().items},
+            timeout=120,
+            what=f"namespace {theirs} to be gone",
+        )
 
 
 def test_uninstall_with_reset_returns_the_nics_to_their_defaults_before_the_templates_go(

@@ -8,6 +8,7 @@ Every object created here passes the real CRD schemas."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import subprocess
 import sys
@@ -130,6 +131,19 @@ def operators(harness, custom, core):
             }
         },
     }
+    # An earlier test of this worker may have left its own NicClusterPolicy (the name is fixed).
+    with contextlib.suppress(ApiException):
+        custom.delete_cluster_custom_object(
+            "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
+        )
+    wait_for(
+        lambda: (
+            not custom.list_cluster_custom_object("mellanox.com", "v1alpha1", "nicclusterpolicies")[
+                "items"
+            ]
+        ),
+        what="no NicClusterPolicy left",
+    )
     custom.create_cluster_custom_object("mellanox.com", "v1alpha1", "nicclusterpolicies", policy)
     wait_for(
         lambda: (

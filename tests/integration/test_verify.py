@@ -311,7 +311,7 @@ def test_groups_on_two_methods_and_fabrics_are_verified_each_on_its_own(
     assert [run["group"] for run in report["nccl"]] == ["a100", "h100"]
     assert all(run["passed"] for run in report["nccl"]), [r["problems"] for r in report["nccl"]]
     seen = [(p["group"], p["network"], p["link_type"]) for p in report["pairs"]]
-    assert seen == [("a100", f"rdmashared-net-a100-rail{i}", "ETH") for i in range(4)] + [
+    assert seen == [("a100", f"rdmashared-net-a100-rail{i}", "Ethernet") for i in range(4)] + [
         ("h100", f"sriov-ib-network-h100-rail{i}", "IB") for i in range(8)
     ]
     assert verify_pods_left(core) == []
