@@ -6,7 +6,7 @@
 # version failed any part.
 #
 # Environment: MATRIX_PYTHON  the Python 3.12+ the environments are made with (default: the first of
-#                             python3.13, python3.12 on PATH, then pyenv's 3.13.*, 3.12.*)
+#                             python3.12, pyenv's 3.12.*, then the same of 3.13)
 #              MATRIX         ansible-core minors to run, separated by spaces (default: all)
 #              GPUDIRECT_RDMA_CACHE cache root; the environments are kept in <it>/matrix
 set -euo pipefail
@@ -21,9 +21,10 @@ find_python() {
     return
   fi
   local candidate
-  for candidate in python3.13 python3.12 \
-                   "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13.*/bin/python \
-                   "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python; do
+  # 3.12 first: 3.13 verifies certificates strictly (VERIFY_X509_STRICT), and the test control
+  # plane's certificates carry no Authority Key Identifier, which that refuses.
+  for candidate in python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python \
+                   python3.13 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13.*/bin/python; do
     if usable "${candidate}"; then command -v "${candidate}"; return; fi
   done
   return 1
@@ -59,7 +60,7 @@ trap 'make --no-print-directory cluster-down STATE_DIR="${state}" >/dev/null' EX
 while read -r minor package; do
   case "${minor}" in ''|'#'*) continue ;; esac
   if [ -n "${wanted}" ] && [[ " ${wanted} " != *" ${minor} "* ]]; then continue; fi
-  venv="${cache}/ansible-${package}"
+  venv="${cache}/ansible-${package}-py$("${python}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
   echo "== [test-matrix] ansible-core ${minor} (ansible ${package}) in ${venv}"
   if [ ! -x "${venv}/bin/ansible-playbook" ]; then
     "${python}" -m venv "${venv}"
@@ -76,7 +77,7 @@ while read -r minor package; do
   fi
   parts=()
   for part in sanity unit converge; do
-    log="${cache}/ansible-${package}-${part}.log"
+    log="${venv}-${part}.log"
     case "${part}" in
       sanity) command=(env PYTHON="${venv}/bin/python" bash hack/ansible-test.sh) ;;
       unit) command=(env PYTHONPATH="${root}:${cache}/awx" "${venv}/bin/pytest" -q
