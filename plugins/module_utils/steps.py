@@ -70,10 +70,6 @@ VERIFY_NAMED = (("v1", "Secret", "gpudirect-rdma-verify-nccl-ssh"),)
 # The mirror registry's pull Secret, made from gpudirect_rdma_image_registry_username/_password.
 # It is read by its name, never by listing Secrets: rbac/ grants this one name only.
 REGISTRY_SECRET_NAME = "gpudirect-rdma-image-registry"  # noqa: S105 - a name, not a password
-# The RDMA methods' steps, named as their objects' component label.
-SHARED_DEVICE = METHOD_COMPONENTS["shared_device"]
-HOST_DEVICE = METHOD_COMPONENTS["host_device"]
-SRIOV_LEGACY = METHOD_COMPONENTS["sriov_legacy"]
 
 
 @dataclass(frozen=True)
@@ -151,21 +147,33 @@ def _uses(method: str) -> Callable[[dict], bool]:
     return lambda plan: bool(_groups_of(method)(plan))
 
 
-def _network_operand(method: str) -> Callable[[dict, dict | None], list[dict]]:
-    """The networks (and nv-ipam pools) of the groups on shared device or host device."""
-    return lambda plan, _csv: [
-        obj
-        for view in _groups_of(method)(plan)
-        for obj in [*networks.ip_pools(view), *networks.secondary_networks(view)]
-    ]
+def _group_objects(view: dict) -> list[dict]:
+    """One node group's RDMA objects, by its method."""
+    if view["method"] == "sriov_legacy":
+        return [*sriov.node_policies(view), *sriov.networks(view)]
+    return [*networks.ip_pools(view), *networks.secondary_networks(view)]
 
 
-def _sriov_operand(plan: dict, _csv: dict | None) -> list[dict]:
-    return [
-        obj
-        for view in _groups_of("sriov_legacy")(plan)
-        for obj in [*sriov.node_policies(view), *sriov.networks(view)]
-    ]
+def _method_step(method: str, title: str, kinds: tuple, **more) -> Step:
+    """The step of one RDMA method: named as its objects' component, run by the role of the
+    method's name, for the node groups on it."""
+    return Step(
+        name=METHOD_COMPONENTS[method],
+        title=title,
+        role=method,
+        operator=None,
+        operand=lambda plan, _csv: [
+            obj for view in _groups_of(method)(plan) for obj in _group_objects(view)
+        ],
+        kinds=kinds,
+        gates=lambda plan, settings: gates.method_gates(plan, method),
+        settings={"ready_timeout": f"{method}_timeout"},
+        prunes=True,
+        wave=5,
+        namespaces=more.pop("namespaces", lambda plan: [plan["network_namespace"]]),
+        enabled=_uses(method),
+        **more,
+    )
 
 
 def _deleted(results: list[dict], kind: str) -> list[dict]:
@@ -319,48 +327,14 @@ STEPS = (
         needs_csv=True,
         wave=4,
     ),
-    Step(
-        name=SHARED_DEVICE,
-        title="RDMA shared device",
-        role="shared_device",
-        operator=None,
-        operand=_network_operand("shared_device"),
-        kinds=SHARED_DEVICE_KINDS,
-        gates=lambda plan, settings: gates.method_gates(plan, "shared_device"),
-        settings={"ready_timeout": "shared_device_timeout"},
-        prunes=True,
-        wave=5,
-        namespaces=lambda plan: [plan["network_namespace"]],
-        enabled=_uses("shared_device"),
-    ),
-    Step(
-        name=HOST_DEVICE,
-        title="RDMA host device",
-        role="host_device",
-        operator=None,
-        operand=_network_operand("host_device"),
-        kinds=HOST_DEVICE_KINDS,
-        gates=lambda plan, settings: gates.method_gates(plan, "host_device"),
-        settings={"ready_timeout": "host_device_timeout"},
-        prunes=True,
-        wave=5,
-        namespaces=lambda plan: [plan["network_namespace"]],
-        enabled=_uses("host_device"),
-    ),
-    Step(
-        name=SRIOV_LEGACY,
-        title="RDMA SR-IOV legacy",
-        role="sriov_legacy",
-        operator=None,
-        operand=_sriov_operand,
-        kinds=SRIOV_LEGACY_KINDS,
-        gates=lambda plan, settings: gates.method_gates(plan, "sriov_legacy"),
-        settings={"ready_timeout": "sriov_legacy_timeout"},
-        prunes=True,
-        wave=5,
+    _method_step("shared_device", "RDMA shared device", SHARED_DEVICE_KINDS),
+    _method_step("host_device", "RDMA host device", HOST_DEVICE_KINDS),
+    _method_step(
+        "sriov_legacy",
+        "RDMA SR-IOV legacy",
+        SRIOV_LEGACY_KINDS,
         namespaces=_sriov_namespaces,
         uninstall_gates=_vfs_removed,
-        enabled=_uses("sriov_legacy"),
     ),
 )
 NAMES = tuple(step.name for step in STEPS)

@@ -32,3 +32,11 @@ def bandwidth_pods(plan: dict) -> list[dict]:
         for key in ("image", "perftest", "size", "qps", "duration", "port")
     }
     return server_pods(group_view(plan, plan["groups"][0]["name"]), "worker-0", settings, 8)
+
+
+def mixed_groups(**first) -> dict:
+    """The node-groups example's inputs with its a100 group on SR-IOV legacy over RoCE (first:
+    more of its keys) beside its h100 group on shared device over InfiniBand."""
+    given = inputs("node-groups")
+    a100, h100 = given["node_groups"]
+    return {**given, "node_groups": [{**a100, "method": "sriov_legacy", **first}, h100]}

@@ -31,7 +31,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (
     PreflightFailed,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
-from tests.unit.inventories import inputs
+from tests.unit.inventories import inputs, mixed_groups
 
 APPLIED = [{"manager": FIELD_MANAGER, "operation": "Apply"}]
 
@@ -394,16 +394,8 @@ def test_rails_on_the_same_nodes_share_one_read():
     assert [kind for _verb, kind in cluster.reads].count("Node") == 1
 
 
-def _mixed_plan() -> dict:
-    """The node-groups example with its a100 group on SR-IOV legacy over RoCE, its h100 group
-    on shared device over InfiniBand."""
-    given = inputs("node-groups")
-    a100, h100 = given["node_groups"]
-    return build_plan({**given, "node_groups": [{**a100, "method": "sriov_legacy"}, h100]})
-
-
 def test_each_method_step_builds_and_waits_for_its_own_groups_only():
-    plan = _mixed_plan()
+    plan = build_plan(mixed_groups())
     sriov = table.component_objects(plan, "sriov-legacy")
     shared = table.component_objects(plan, "shared-device")
     assert table.component_objects(plan, "host-device") == []
@@ -427,7 +419,7 @@ def test_each_method_step_builds_and_waits_for_its_own_groups_only():
 
 
 def test_a_converged_mixed_cluster_is_converged_and_no_method_step_removes_anothers_objects():
-    plan = _mixed_plan()
+    plan = build_plan(mixed_groups())
     engine = checked(plan, converged_cluster(plan))
     assert engine.all_work() == []
     assert {r["action"] for r in engine.applier.results} == {"unchanged"}

@@ -14,7 +14,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
-from tests.unit.inventories import NAMES, inputs
+from tests.unit.inventories import NAMES, inputs, mixed_groups
 
 OURS = {"app.kubernetes.io/managed-by": "gpudirect.rdma"}
 NFD = {
@@ -345,16 +345,8 @@ def test_a_foreign_policy_on_an_interface_of_any_group_is_an_error_naming_the_gr
     assert f"theirs (on {interface} of group {group})" in error
 
 
-def _mixed_plan() -> dict:
-    """The node-groups example with its a100 group on SR-IOV legacy over RoCE, its h100 group
-    on shared device over InfiniBand."""
-    given = inputs("node-groups")
-    a100, h100 = given["node_groups"]
-    return build_plan({**given, "node_groups": [{**a100, "method": "sriov_legacy"}, h100]})
-
-
 def test_mixed_methods_are_judged_group_by_group():
-    plan = _mixed_plan()
+    plan = build_plan(mixed_groups())
     facts = healthy(plan)
     # The collection's own objects of both methods stay: neither is "another method".
     facts.method_objects = [

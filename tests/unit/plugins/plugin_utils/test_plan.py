@@ -25,6 +25,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
     LATEST_NETWORK_OPERATOR,
     NETWORK_OPERATOR_RELEASES,
 )
+from tests.unit.inventories import mixed_groups
 
 VERIFY_DEFAULTS = yaml.safe_load(
     (Path(__file__).resolve().parents[4] / "roles" / "verify" / "defaults" / "main.yml").read_text()
@@ -638,18 +639,8 @@ def test_a_groups_own_range_wins_and_the_others_share_the_global_one():
     ], "the global range, split over the only eight rails that take it"
 
 
-def _mixed_groups(**first) -> dict:
-    """The node-groups example with its a100 group on SR-IOV legacy over RoCE (first: more of its
-    keys), its h100 group on shared device over InfiniBand."""
-    from tests.unit.inventories import inputs
-
-    given = inputs("node-groups")
-    a100, h100 = given["node_groups"]
-    return {**given, "node_groups": [{**a100, "method": "sriov_legacy", **first}, h100]}
-
-
 def test_a_global_setting_one_group_uses_is_taken_and_the_other_group_ignores_it():
-    plan = build_plan({**_mixed_groups(), "vlan": 10, "sriov_num_vfs": 4, "rdma_hca_max": 32})
+    plan = build_plan({**mixed_groups(), "vlan": 10, "sriov_num_vfs": 4, "rdma_hca_max": 32})
     a100, h100 = plan["groups"]
     assert (a100["sriov"]["vlan"], a100["sriov"]["num_vfs"]) == (10, 4)
     assert (h100["method"], h100["sriov"]["vlan"], h100["shared_device"]["rdma_hca_max"]) == (
@@ -696,7 +687,7 @@ def test_a_global_setting_one_group_uses_is_taken_and_the_other_group_ignores_it
 )
 def test_a_setting_no_group_would_use_is_refused_naming_what_would(given, variable, expected):
     given = dict(given)
-    inventory = _mixed_groups(**given.pop("first", {}))
+    inventory = mixed_groups(**given.pop("first", {}))
     if "node_groups_1" in given:
         inventory["node_groups"][1] = {**inventory["node_groups"][1], **given.pop("node_groups_1")}
     with pytest.raises(PlanError) as raised:
@@ -726,7 +717,7 @@ def test_every_input_the_rule_knows_is_an_input_of_the_plan():
 def test_settings_of_the_nic_opt_in_while_it_is_off_are_kept_with_a_warning():
     """Turning gpudirect_rdma_nic_configuration off keeps its settings for when it is on again:
     each is named in a warning, globally or in a group; none is refused."""
-    inventory = _mixed_groups(nic_type=["ConnectX-6 Dx"])
+    inventory = mixed_groups(nic_type=["ConnectX-6 Dx"])
     plan = build_plan(
         {
             **inventory,
@@ -741,4 +732,4 @@ def test_settings_of_the_nic_opt_in_while_it_is_off_are_kept_with_a_warning():
         "gpudirect_rdma_nic_firmware_reset",
         "gpudirect_rdma_roce_pfc_priority",
     ]
-    assert build_plan(_mixed_groups())["warnings"] == []
+    assert build_plan(mixed_groups())["warnings"] == []
