@@ -83,14 +83,15 @@ def nodes_for(harness, plan: dict, count: int = 2, prefix: str = "worker") -> No
     """count fake nodes with the NICs of the plan's rails (NFD labels come from the simulator).
     A new prefix gives new node names, so no SR-IOV node state of an earlier node of the same
     name (and other NICs) is still around."""
-    link_type = "ib" if plan["fabric"] == "infiniband" else "eth"
+    (group,) = plan["groups"]
+    link_type = "ib" if group["fabric"] == "infiniband" else "eth"
     remove_nodes(harness)
     register_nodes(
         harness,
         count,
         prefix=prefix,
         nfd_labels=False,
-        hardware=Hardware(nics=tuple(Nic(rail["interface"], link_type) for rail in plan["rails"])),
+        hardware=Hardware(nics=tuple(Nic(rail["interface"], link_type) for rail in group["rails"])),
     )
 
 

@@ -23,7 +23,8 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_p
 from tests.unit.inventories import inputs
 from pathlib import Path
 plan = build_plan(inputs(Path(sys.argv[1]).name))
-print(plan["fabric"], *[rail["interface"] for rail in plan["rails"]])
+group = plan["groups"][0]
+print(group["fabric"], *[rail["interface"] for rail in group["rails"]])
 PY
 )
 read -r fabric interfaces <<< "${nics}"

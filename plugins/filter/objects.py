@@ -88,10 +88,10 @@ def objects(plan, component=None, csvs=None, part="all"):
         "gpudirect.rdma.objects",
         {"_input": plan, "component": component, "csvs": csvs or {}, "part": part},
     )
-    if "rails" not in args["_input"] or "method" not in args["_input"]:
+    if "groups" not in args["_input"] or "operators" not in args["_input"]:
         raise AnsibleFilterError(
             "gpudirect.rdma.objects: expected the plan returned by gpudirect.rdma.plan "
-            f"(with method and rails); got a dict with keys {sorted(args['_input'])}"
+            f"(with groups and operators); got a dict with keys {sorted(args['_input'])}"
         )
     plan, csvs, part = args["_input"], args["csvs"], args["part"]
     if args["component"]:

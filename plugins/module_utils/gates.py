@@ -218,12 +218,12 @@ def method_gates(plan: dict, method: str) -> list[dict]:
     return gates
 
 
-def _group_gates(plan: dict, several: bool) -> list[dict]:
-    nodes = ",".join(f"{key}={value}" for key, value in plan["node_selector"].items())
-    namespace = plan["network_namespace"]
-    where = f"group {plan['name']}: " if several else ""
+def _group_gates(view: dict, several: bool) -> list[dict]:
+    nodes = ",".join(f"{key}={value}" for key, value in view["node_selector"].items())
+    namespace = view["network_namespace"]
+    where = f"group {view['name']}: " if several else ""
     gates = []
-    for rail in plan["rails"]:
+    for rail in view["rails"]:
         gates.append(
             {
                 "gate": f"{where}nodes advertise {rail['node_resource']}",
@@ -236,7 +236,7 @@ def _group_gates(plan: dict, several: bool) -> list[dict]:
                     f"oc describe nodes -l {nodes} (Allocatable); the device plugin pods of the "
                     + (
                         "group's NicNodePolicy"
-                        if plan["nic_policy_model"] == "node"
+                        if view["nic_policy_model"] == "node"
                         else "NicClusterPolicy"
                     )
                     + " or the SR-IOV operator"

@@ -356,19 +356,32 @@ settings:
   sample: {gpudirect_rdma_take_over: false, verify_min_gbps: 100, uninstall_timeout: 1800}
 plan:
   description:
-    - The normalised plan every builder reads (method, fabric, rails, ipam, operators, images, ...).
+    - The normalised plan every builder reads. C(groups) is the list of node groups (one implicit
+      group, named null, without C(gpudirect_rdma_node_groups)), each with its own node selector,
+      method, fabric, rails, IPAM, MTU and DOCA driver; nothing outside a group names a method,
+      fabric or rail. The rest (operators, images, GPU, MachineConfigs, NIC configuration) serves
+      every group.
     - Its C(warnings) name the settings it keeps unused while an opt-in is off (the task shows them
       as warnings).
   returned: success with I(scope=all)
   type: dict
   sample:
-    method: shared_device
-    fabric: roce
-    link_type: eth
-    rails:
-      - index: 0
-        interface: ens8f0np0
-        network_name: rdmashared-net
-        resource_name: rdma_shared_device_eth
-        ipam: {range: 192.168.2.0/24, network: 192.168.2.0/24, gateway: 192.168.2.1, exclude: []}
+    groups:
+      - name: null
+        node_selector: {feature.node.kubernetes.io/pci-15b3.present: "true"}
+        method: shared_device
+        fabric: roce
+        link_type: eth
+        rails:
+          - index: 0
+            interface: ens8f0np0
+            network_name: rdmashared-net
+            resource_name: rdma_shared_device_eth
+            node_resource: rdma/rdma_shared_device_eth
+            ipam: {range: 192.168.2.0/24, network: 192.168.2.0/24, gateway: 192.168.2.1, exclude: []}
+        ipam: {type: whereabouts, per_node_block_size: 16}
+        mtu: 1500
+        doca_driver_version: doca3.4.1-26.04-1.1.0.0-1
+    nic_policy_model: cluster
+    network_namespace: default
 """

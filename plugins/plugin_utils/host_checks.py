@@ -305,13 +305,13 @@ def _rail_checks(node: str, found: dict, rail: dict, mtu: int | None) -> list[di
     return results
 
 
-def _mtu_set(plan: dict) -> int | None:
+def _mtu_set(view: dict) -> int | None:
     """The MTU the collection gives the pods' interfaces, where it gives one."""
-    macvlan = plan["method"] == "shared_device" and plan["fabric"] == "roce"
-    return plan.get("mtu") if macvlan or plan["method"] == "sriov_legacy" else None
+    macvlan = view["method"] == "shared_device" and view["fabric"] == "roce"
+    return view.get("mtu") if macvlan or view["method"] == "sriov_legacy" else None
 
 
-def judge(plan: dict, logs_by_node: dict[str, str], rails: list[dict]) -> list[dict]:
+def judge(view: dict, logs_by_node: dict[str, str], rails: list[dict]) -> list[dict]:
     """Findings for each tested node from its pod's log; rails: the group's rails."""
     results = []
     for node, log in logs_by_node.items():
@@ -321,7 +321,7 @@ def judge(plan: dict, logs_by_node: dict[str, str], rails: list[dict]) -> list[d
                 _finding(node, "facts", "unknown", "the pod printed no facts (it stopped first)")
             )
             continue
-        results += _node_checks(node, found, plan)
+        results += _node_checks(node, found, view)
         for rail in rails:
-            results += _rail_checks(node, found, rail, _mtu_set(plan))
+            results += _rail_checks(node, found, rail, _mtu_set(view))
     return results

@@ -100,7 +100,7 @@ def expected_policy_sections(plan: dict) -> set[str]:
     sections = node_sections(plan["groups"][0]) if plan["nic_policy_model"] == "cluster" else set()
     if any(g["method"] == "shared_device" and g["fabric"] == "infiniband" for g in plan["groups"]):
         sections.add("secondaryNetwork")
-    if plan["ipam"]["type"] == "nv-ipam":
+    if any(g["ipam"]["type"] == "nv-ipam" for g in plan["groups"]):
         sections.add("nvIpam")
     if plan["nic_configuration"]["enabled"]:
         sections.add("nicConfigurationOperator")

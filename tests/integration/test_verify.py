@@ -201,7 +201,7 @@ def nodes_with_one_nic(harness, run_playbook, **nic) -> None:
         harness,
         2,
         nfd_labels=False,
-        hardware=Hardware(nics=(Nic(plan["rails"][0]["interface"], "eth", **nic),)),
+        hardware=Hardware(nics=(Nic(plan["groups"][0]["rails"][0]["interface"], "eth", **nic),)),
     )
     site(run_playbook, "shared-device-roce")
 

@@ -223,8 +223,10 @@ def test_survey_answers_plan_every_configuration(name, method, fabric):
         extra_vars = answers(template, **given)
         assert set(given) <= set(extra_vars), f"{name} does not ask {set(given) - set(extra_vars)}"
         plan = build_plan(plan_inputs(extra_vars))
-        assert (plan["method"], plan["fabric"]) == (method, fabric)
-        assert [r["interface"] for r in plan["rails"]] == [i.strip() for i in interfaces.split(",")]
+        assert (plan["groups"][0]["method"], plan["groups"][0]["fabric"]) == (method, fabric)
+        assert [r["interface"] for r in plan["groups"][0]["rails"]] == [
+            i.strip() for i in interfaces.split(",")
+        ]
 
 
 def test_every_template_runs_an_existing_playbook_and_the_five_are_there():

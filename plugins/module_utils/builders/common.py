@@ -77,16 +77,18 @@ def nv_ipam(pool_name: str) -> str:
     return json.dumps({"type": "nv-ipam", "poolName": pool_name})
 
 
-def rail_ipam(plan: dict, rail: dict) -> str:
+def rail_ipam(view: dict, rail: dict) -> str:
     """A rail's `ipam` string for its network object (whereabouts, or its nv-ipam IPPool)."""
-    if plan["ipam"]["type"] == "nv-ipam":
+    if view["ipam"]["type"] == "nv-ipam":
         return nv_ipam(rail["network_name"])
     return whereabouts_ipam(rail["ipam"])
 
 
 def group_plans(plan: dict) -> list[dict]:
-    """The plan as each node group sees it: the plan with the group's network, node selector and
-    DOCA driver over its own (plan["groups"]; one implicit group when the inventory has none)."""
+    """The plan as each node group sees it: what serves every group, with the group's own keys
+    (node selector, method, fabric, rails, IPAM, MTU, DOCA driver) added. The plan holds none of
+    those outside plan["groups"] (one implicit group when the inventory has none), so only a view
+    names a method or a rail."""
     return [{**plan, **group} for group in plan["groups"]]
 
 

@@ -25,12 +25,12 @@ NAME = "nic-cluster-policy"
 NODE_SECTIONS = ("ofedDriver", "rdmaSharedDevicePlugin", "sriovDevicePlugin")
 
 
-def _ofed_driver(plan: dict) -> dict:
+def _ofed_driver(view: dict) -> dict:
     """Red Hat's driver settings; image from the Network Operator release, version the group's
     (the release's unless pinned)."""
     return {
-        **image(plan, "ofedDriver"),
-        "version": plan["doca_driver_version"],
+        **image(view, "ofedDriver"),
+        "version": view["doca_driver_version"],
         "forcePrecompiled": False,
         "terminationGracePeriodSeconds": 300,
         "startupProbe": {"initialDelaySeconds": 10, "periodSeconds": 20},
@@ -57,29 +57,29 @@ def _ofed_driver(plan: dict) -> dict:
     }
 
 
-def shared_device_config(plan: dict) -> str:
+def shared_device_config(view: dict) -> str:
     """rdmaSharedDevicePlugin.config: one resource per rail, selected by interface name."""
     config_list = [
         {
             "resourceName": rail["resource_name"],
-            "rdmaHcaMax": plan["shared_device"]["rdma_hca_max"],
+            "rdmaHcaMax": view["shared_device"]["rdma_hca_max"],
             "selectors": {"ifNames": [rail["interface"]]},
         }
-        for rail in plan["rails"]
+        for rail in view["rails"]
     ]
     return json.dumps({"configList": config_list}, indent=2) + "\n"
 
 
-def host_device_config(plan: dict) -> str:
+def host_device_config(view: dict) -> str:
     """sriovDevicePlugin.config in host-device mode: one resource per rail, its PF by name.
 
     Red Hat's selector (vendor and isRdma only) would put every RDMA-capable NVIDIA PF of the
     node in the pool, whatever the inventory names, a port the node needs for itself included;
     InfiniBand also gets linkTypes, so the pool holds IB ports only."""
     resources = []
-    for rail in plan["rails"]:
+    for rail in view["rails"]:
         selectors: dict = {"vendors": [NVIDIA_VENDOR], "isRdma": True}
-        if plan["fabric"] == "infiniband":
+        if view["fabric"] == "infiniband":
             selectors["linkTypes"] = ["infiniband"]
         selectors["pfNames"] = [rail["interface"]]
         resources.append(
@@ -92,19 +92,19 @@ def host_device_config(plan: dict) -> str:
     return json.dumps({"resourceList": resources}, indent=2) + "\n"
 
 
-def node_sections(plan: dict) -> dict:
-    """The DOCA driver and the method's device plugin, for the nodes of one group (plan: the
+def node_sections(view: dict) -> dict:
+    """The DOCA driver and the method's device plugin, for the nodes of one group (view: the
     group's view, builders.common.group_plans)."""
-    sections: dict = {"ofedDriver": _ofed_driver(plan)}
-    if plan["method"] == "shared_device":
+    sections: dict = {"ofedDriver": _ofed_driver(view)}
+    if view["method"] == "shared_device":
         sections["rdmaSharedDevicePlugin"] = {
-            **image(plan, "rdmaSharedDevicePlugin"),
-            "config": shared_device_config(plan),
+            **image(view, "rdmaSharedDevicePlugin"),
+            "config": shared_device_config(view),
         }
-    elif plan["method"] == "host_device":
+    elif view["method"] == "host_device":
         sections["sriovDevicePlugin"] = {
-            **image(plan, "sriovDevicePlugin"),
-            "config": host_device_config(plan),
+            **image(view, "sriovDevicePlugin"),
+            "config": host_device_config(view),
         }
     return sections
 
@@ -120,7 +120,7 @@ def nic_cluster_policies(plan: dict) -> list[dict]:
     spec: dict = node_sections(views[0]) if plan["nic_policy_model"] == "cluster" else {}
     if any(v["method"] == "shared_device" and v["fabric"] == "infiniband" for v in views):
         spec["secondaryNetwork"] = {"ipoib": image(plan, "ipoib")}
-    if plan["ipam"]["type"] == "nv-ipam":
+    if any(v["ipam"]["type"] == "nv-ipam" for v in views):
         spec["nvIpam"] = {**image(plan, "nvIpam"), "enableWebhook": False}
     if nic_configuration.enabled(plan):
         spec["nicConfigurationOperator"] = nic_configuration.nic_configuration_operator(plan)

@@ -15,27 +15,27 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 API_VERSION = "mellanox.com/v1alpha1"
 
 
-def _network(plan: dict, rail: dict) -> dict:
-    component = METHOD_COMPONENTS[plan["method"]]
-    spec: dict = {"networkNamespace": plan["network_namespace"]}
-    if plan["method"] == "host_device":
+def _network(view: dict, rail: dict) -> dict:
+    component = METHOD_COMPONENTS[view["method"]]
+    spec: dict = {"networkNamespace": view["network_namespace"]}
+    if view["method"] == "host_device":
         kind = "HostDeviceNetwork"
         spec["resourceName"] = rail["resource_name"]
-    elif plan["fabric"] == "infiniband":
+    elif view["fabric"] == "infiniband":
         kind = "IPoIBNetwork"
         spec["master"] = rail["interface"]
     else:
         kind = "MacvlanNetwork"
-        spec.update({"master": rail["interface"], "mode": "bridge", "mtu": plan["mtu"]})
-    spec["ipam"] = rail_ipam(plan, rail)
+        spec.update({"master": rail["interface"], "mode": "bridge", "mtu": view["mtu"]})
+    spec["ipam"] = rail_ipam(view, rail)
     return new_object(API_VERSION, kind, rail["network_name"], component, spec=spec)
 
 
-def secondary_networks(plan: dict) -> list[dict]:
+def secondary_networks(view: dict) -> list[dict]:
     """The method's network objects; SR-IOV legacy has its own (see sriov.networks)."""
-    if plan["method"] == "sriov_legacy":
+    if view["method"] == "sriov_legacy":
         return []
-    return [_network(plan, rail) for rail in plan["rails"]]
+    return [_network(view, rail) for rail in view["rails"]]
 
 
 def _exclusion(cidr: str) -> dict:
@@ -43,16 +43,16 @@ def _exclusion(cidr: str) -> dict:
     return {"startIP": str(network[0]), "endIP": str(network[-1])}
 
 
-def ip_pools(plan: dict) -> list[dict]:
+def ip_pools(view: dict) -> list[dict]:
     """nv-ipam IPPools (in the Network Operator's namespace), one per rail's network."""
-    if plan["ipam"]["type"] != "nv-ipam":
+    if view["ipam"]["type"] != "nv-ipam":
         return []
     pools = []
-    for rail in plan["rails"]:
+    for rail in view["rails"]:
         ipam = rail["ipam"]
         spec: dict = {
             "subnet": ipam["network"],
-            "perNodeBlockSize": plan["ipam"]["per_node_block_size"],
+            "perNodeBlockSize": view["ipam"]["per_node_block_size"],
         }
         if ipam.get("gateway"):
             spec["gateway"] = ipam["gateway"]
@@ -63,8 +63,8 @@ def ip_pools(plan: dict) -> list[dict]:
                 "nv-ipam.nvidia.com/v1alpha1",
                 "IPPool",
                 rail["network_name"],
-                METHOD_COMPONENTS[plan["method"]],
-                namespace=plan["operators"]["network_operator"]["namespace"],
+                METHOD_COMPONENTS[view["method"]],
+                namespace=view["operators"]["network_operator"]["namespace"],
                 spec=spec,
             )
         )

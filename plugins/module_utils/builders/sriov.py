@@ -47,61 +47,61 @@ def sriov_operator_config(plan: dict) -> dict:
     )
 
 
-def _policy_name(plan: dict, rail: dict) -> str:
+def _policy_name(view: dict, rail: dict) -> str:
     """The node policy of a rail: sriov-legacy-policy, with -<group> among several node groups
     and -rail<N> among several rails."""
-    name = plan["sriov"]["policy_name"]
-    if len(plan["groups"]) > 1:
-        name += f"-{plan['name']}"
-    return name if len(plan["rails"]) == 1 else f"{name}-rail{rail['index']}"
+    name = view["sriov"]["policy_name"]
+    if len(view["groups"]) > 1:
+        name += f"-{view['name']}"
+    return name if len(view["rails"]) == 1 else f"{name}-rail{rail['index']}"
 
 
-def node_policies(plan: dict) -> list[dict]:
-    sriov = plan["sriov"]
-    namespace = plan["operators"]["sriov_network_operator"]["namespace"]
+def node_policies(view: dict) -> list[dict]:
+    sriov = view["sriov"]
+    namespace = view["operators"]["sriov_network_operator"]["namespace"]
     return [
         new_object(
             API_VERSION,
             "SriovNetworkNodePolicy",
-            _policy_name(plan, rail),
+            _policy_name(view, rail),
             METHOD_COMPONENTS["sriov_legacy"],
             namespace=namespace,
             spec={
                 "deviceType": "netdevice",
-                "mtu": plan["mtu"],
+                "mtu": view["mtu"],
                 "nicSelector": {
                     "vendor": NVIDIA_VENDOR,
                     "pfNames": [f"{rail['interface']}#0-{sriov['num_vfs'] - 1}"],
                 },
-                "nodeSelector": dict(plan["node_selector"]),
+                "nodeSelector": dict(view["node_selector"]),
                 "numVfs": sriov["num_vfs"],
                 "priority": sriov["priority"],
                 "isRdma": True,
                 "resourceName": rail["resource_name"],
-                "linkType": plan["link_type"],
+                "linkType": view["link_type"],
             },
         )
-        for rail in plan["rails"]
+        for rail in view["rails"]
     ]
 
 
-def networks(plan: dict) -> list[dict]:
+def networks(view: dict) -> list[dict]:
     """SriovNetwork per rail on RoCE, SriovIBNetwork per rail on InfiniBand (no vlan there)."""
-    namespace = plan["operators"]["sriov_network_operator"]["namespace"]
+    namespace = view["operators"]["sriov_network_operator"]["namespace"]
     result = []
-    for rail in plan["rails"]:
+    for rail in view["rails"]:
         spec: dict = {
-            "networkNamespace": plan["network_namespace"],
+            "networkNamespace": view["network_namespace"],
             "resourceName": rail["resource_name"],
-            "ipam": rail_ipam(plan, rail),
+            "ipam": rail_ipam(view, rail),
         }
-        if plan["fabric"] == "infiniband":
+        if view["fabric"] == "infiniband":
             kind = "SriovIBNetwork"
-            if plan["sriov"]["link_state"]:
-                spec["linkState"] = plan["sriov"]["link_state"]
+            if view["sriov"]["link_state"]:
+                spec["linkState"] = view["sriov"]["link_state"]
         else:
             kind = "SriovNetwork"
-            spec = {"vlan": plan["sriov"]["vlan"] or 0, **spec}
+            spec = {"vlan": view["sriov"]["vlan"] or 0, **spec}
         result.append(
             new_object(
                 API_VERSION,

@@ -322,20 +322,20 @@ def _matching(selector: dict, nodes: list[dict]) -> list[dict]:
     return [n for n in nodes if selects(selector, n["labels"])]
 
 
-def _selected(plan: dict, facts: Facts) -> list[dict]:
-    """The nodes the plan's (or a group view's) node selector matches."""
-    return _matching(plan["node_selector"], facts.nodes)
+def _selected(view: dict, facts: Facts) -> list[dict]:
+    """The nodes the view's (or a group view's) node selector matches."""
+    return _matching(view["node_selector"], facts.nodes)
 
 
 def _nfd_labelled(facts: Facts) -> bool:
     return any(k.startswith(NFD_LABEL_PREFIX) for n in facts.nodes for k in n["labels"])
 
 
-def _variable(plan: dict, key: str) -> str:
+def _variable(view: dict, key: str) -> str:
     """The inventory variable of a group's key: the global one for the implicit group."""
-    if plan["name"] is None:
+    if view["name"] is None:
         return f"gpudirect_rdma_{key}"
-    index = [g["name"] for g in plan["groups"]].index(plan["name"])
+    index = [g["name"] for g in view["groups"]].index(view["name"])
     return f"gpudirect_rdma_node_groups[{index}].{key}"
 
 
@@ -374,19 +374,19 @@ def _overlaps(plan: dict, facts: Facts) -> list[dict]:
     return found
 
 
-def _check_group_nodes(plan: dict, facts: Facts) -> list[dict]:
-    selector = ",".join(f"{k}={v}" for k, v in plan["node_selector"].items())
-    which = f"group {plan['name']}: " if plan["name"] else ""
-    selected = _selected(plan, facts)
+def _check_group_nodes(view: dict, facts: Facts) -> list[dict]:
+    selector = ",".join(f"{k}={v}" for k, v in view["node_selector"].items())
+    which = f"group {view['name']}: " if view["name"] else ""
+    selected = _selected(view, facts)
     if not selected:
         return [
             finding(
                 "nodes",
                 "error",
-                f"{which}no node matches {_variable(plan, 'node_selector')} ({selector}): NFD "
+                f"{which}no node matches {_variable(view, 'node_selector')} ({selector}): NFD "
                 f"found no NVIDIA (Mellanox) NIC on any of the {len(facts.nodes)} nodes"
-                if not plan["name"]
-                else f"{which}no node matches {_variable(plan, 'node_selector')} ({selector}) "
+                if not view["name"]
+                else f"{which}no node matches {_variable(view, 'node_selector')} ({selector}) "
                 f"among the {len(facts.nodes)} nodes: label the group's nodes, or remove the group",
             )
         ]
@@ -417,7 +417,7 @@ def _check_group_nodes(plan: dict, facts: Facts) -> list[dict]:
             )
         )
     intel = [n["name"] for n in selected if n["labels"].get(INTEL_NIC_LABEL) == "true"]
-    if intel and not plan["machine_configs"]["blacklist_irdma"]:
+    if intel and not view["machine_configs"]["blacklist_irdma"]:
         found.append(
             finding(
                 "irdma",
@@ -433,14 +433,14 @@ def _check_interfaces(plan: dict, facts: Facts) -> list[dict]:
     return [f for view in group_plans(plan) for f in _check_group_interfaces(view, facts)]
 
 
-def _check_group_interfaces(plan: dict, facts: Facts) -> list[dict]:
-    wanted = [rail["interface"] for rail in plan["rails"]]
-    which = f"group {plan['name']}: " if plan["name"] else ""
-    link = "IB" if plan["fabric"] == "infiniband" else "ETH"
+def _check_group_interfaces(view: dict, facts: Facts) -> list[dict]:
+    wanted = [rail["interface"] for rail in view["rails"]]
+    which = f"group {view['name']}: " if view["name"] else ""
+    link = "IB" if view["fabric"] == "infiniband" else "ETH"
     # The selected nodes once NFD labels them; before that every node. A node state whose node
     # has left the cluster is the operator's to delete, not a NIC to judge.
     if _nfd_labelled(facts):
-        names = {n["name"] for n in _selected(plan, facts)}
+        names = {n["name"] for n in _selected(view, facts)}
     else:
         names = {n["name"] for n in facts.nodes} or None
     found = []
@@ -475,13 +475,13 @@ def _check_group_interfaces(plan: dict, facts: Facts) -> list[dict]:
                     finding(
                         "interfaces",
                         "error",
-                        f"{which}{_variable(plan, 'interfaces')}: {name} does not exist on node "
+                        f"{which}{_variable(view, 'interfaces')}: {name} does not exist on node "
                         f"{node} (its {source} lists "
                         f"{', '.join(sorted(interfaces)) or 'no interface'})",
                     )
                 )
                 continue
-            configured = nic_configuration.enabled(plan)
+            configured = nic_configuration.enabled(view)
             if nic.get("linkType") and nic["linkType"].upper() != link:
                 if configured:
                     found.append(
@@ -499,14 +499,14 @@ def _check_group_interfaces(plan: dict, facts: Facts) -> list[dict]:
                         "interfaces",
                         "error",
                         f"{which}{name} on node {node} has link type {nic['linkType']}; "
-                        f"{_variable(plan, 'fabric')} {plan['fabric']} needs {link}. Change the "
+                        f"{_variable(view, 'fabric')} {view['fabric']} needs {link}. Change the "
                         "fabric, or the port's link type in the NIC firmware (mlxconfig "
                         "LINK_TYPE_P1)",
                     )
                 )
             total = nic.get("totalvfs")
-            vfs = plan["sriov"]["num_vfs"]
-            if plan["method"] == "sriov_legacy" and total is not None and vfs > total:
+            vfs = view["sriov"]["num_vfs"]
+            if view["method"] == "sriov_legacy" and total is not None and vfs > total:
                 if configured:
                     found.append(
                         finding(
@@ -521,7 +521,7 @@ def _check_group_interfaces(plan: dict, facts: Facts) -> list[dict]:
                     finding(
                         "interfaces",
                         "error",
-                        f"{which}{_variable(plan, 'sriov_num_vfs')} is {vfs} but {name} on node "
+                        f"{which}{_variable(view, 'sriov_num_vfs')} is {vfs} but {name} on node "
                         f"{node} supports at most {total} VFs",
                     )
                 )

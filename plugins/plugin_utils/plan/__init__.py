@@ -62,9 +62,6 @@ def build_plan(given: Mapping) -> dict:
     images = operators.images(inputs, network_release)
     warnings: list[str] = []
     node_groups = groups.groups(inputs, images["ofedDriver"]["version"], warnings)
-    # The plan as its first group sees it (the only one without gpudirect_rdma_node_groups);
-    # what serves every group iterates plan["groups"] (builders/common.group_plans).
-    first = node_groups[0]
     olm = operators.olm(inputs, network_release, gpu_release)
     version = operators.openshift_version(inputs)
     nfd_image = inputs.checked("nfd_operand_image")
@@ -73,13 +70,9 @@ def build_plan(given: Mapping) -> dict:
     if secret and secret["name"] not in pull_secrets:
         pull_secrets.append(secret["name"])
     return {
-        **{key: first[key] for key in groups.NETWORK_KEYS},
-        "method": inputs.checked("method"),
-        "fabric": inputs.checked("fabric"),
         "groups": node_groups,
         "nic_policy_model": groups.model(inputs, len(node_groups)),
         "network_namespace": inputs.checked("network_namespace"),
-        "node_selector": first["node_selector"],
         "gpu": {
             "memory": inputs.checked("gpu_memory"),
             "gds": inputs.checked("gpu_gds"),

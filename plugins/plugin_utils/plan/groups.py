@@ -43,8 +43,6 @@ DOCA_VERSION_FORMS = (
     "doca3.4.1-26.04-1.1.0.0-1, either with a precompiled kernel suffix, or sha256:<64 hex>"
 )
 MODELS = ("cluster", "node")
-# A group's network (rails.network), which the plan's top level also holds for its first group.
-NETWORK_KEYS = ("link_type", "rails", "ipam", "mtu", "shared_device", "sriov")
 
 
 def doca_driver_version(inputs: Inputs, default: str) -> str:

@@ -45,27 +45,28 @@ def several_groups(plan: dict) -> bool:
     return len(plan["groups"]) > 1
 
 
-def pod_name(plan: dict, role: str) -> str:
-    """plan: a group's view."""
-    group = f"{plan['name']}-" if several_groups(plan) else ""
+def pod_name(view: dict, role: str) -> str:
+    """view: a node group's view of the plan (group_view)."""
+    group = f"{view['name']}-" if several_groups(view) else ""
     return f"gpudirect-rdma-verify-{group}{role}"
 
 
 def bandwidth_pod(
-    plan: dict,
+    view: dict,
     role: str,
     node: str,
     settings: dict,
     gpus: int,
     server_addresses: list[str] | None = None,
 ) -> dict:
-    """plan: a group's view. gpus: how many GPUs the pod asks for, to choose each rail's from."""
+    """view: a node group's view of the plan (group_view). gpus: how many GPUs the pod asks
+    for, to choose each rail's from."""
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise ValueError(f"gpus: expected a whole number of GPUs of at least 1; got {gpus!r}")
     env = {
         "ROLE": role,
-        "RAILS": str(len(plan["rails"])),
-        "GPU_MEMORY": plan["gpu"]["memory"],
+        "RAILS": str(len(view["rails"])),
+        "GPU_MEMORY": view["gpu"]["memory"],
         "SIZE": str(settings["size"]),
         "QPS": str(settings["qps"]),
         "DURATION": str(settings["duration"]),
@@ -77,15 +78,15 @@ def bandwidth_pod(
     if role == "client":
         env["SERVER_IPS"] = ",".join(server_addresses or [])
     resources = {"nvidia.com/gpu": str(gpus)}
-    resources.update({rail["node_resource"]: "1" for rail in plan["rails"]})
+    resources.update({rail["node_resource"]: "1" for rail in view["rails"]})
     return new_object(
         "v1",
         "Pod",
-        pod_name(plan, role),
+        pod_name(view, role),
         COMPONENT,
-        namespace=plan["network_namespace"],
-        labels={ROLE_LABEL: role, **({GROUP_LABEL: plan["name"]} if several_groups(plan) else {})},
-        annotations={NETWORKS_ANNOTATION: ",".join(rail["network_name"] for rail in plan["rails"])},
+        namespace=view["network_namespace"],
+        labels={ROLE_LABEL: role, **({GROUP_LABEL: view["name"]} if several_groups(view) else {})},
+        annotations={NETWORKS_ANNOTATION: ",".join(rail["network_name"] for rail in view["rails"])},
         spec={
             "nodeName": node,
             "restartPolicy": "Never",
@@ -103,24 +104,24 @@ def bandwidth_pod(
     )
 
 
-def server_pods(plan: dict, server_node: str, settings: dict, gpus: int) -> list[dict]:
-    return [bandwidth_pod(plan, "server", server_node, settings, gpus)]
+def server_pods(view: dict, server_node: str, settings: dict, gpus: int) -> list[dict]:
+    return [bandwidth_pod(view, "server", server_node, settings, gpus)]
 
 
 def client_pods(
-    plan: dict, client_node: str, settings: dict, addresses: list[str], gpus: int
+    view: dict, client_node: str, settings: dict, addresses: list[str], gpus: int
 ) -> list[dict]:
-    if len(addresses) != len(plan["rails"]):
+    if len(addresses) != len(view["rails"]):
         raise ValueError(
-            f"server_addresses: expected one per rail ({len(plan['rails'])}); got {addresses!r}"
+            f"server_addresses: expected one per rail ({len(view['rails'])}); got {addresses!r}"
         )
-    return [bandwidth_pod(plan, "client", client_node, settings, gpus, addresses)]
+    return [bandwidth_pod(view, "client", client_node, settings, gpus, addresses)]
 
 
-def server_addresses(plan: dict, servers: list[dict]) -> list[str]:
+def server_addresses(view: dict, servers: list[dict]) -> list[str]:
     """Each rail's server address: net<N+1> of the server pod's
     k8s.v1.cni.cncf.io/network-status for rail N."""
-    name = pod_name(plan, "server")
+    name = pod_name(view, "server")
     pod = next((p for p in servers if p["metadata"]["name"] == name), None)
     if pod is None:
         raise ValueError(
@@ -130,7 +131,7 @@ def server_addresses(plan: dict, servers: list[dict]) -> list[str]:
     raw = (pod["metadata"].get("annotations") or {}).get(NETWORK_STATUS, "[]")
     statuses = {n.get("interface"): n for n in json.loads(raw)}
     addresses = []
-    for rail in plan["rails"]:
+    for rail in view["rails"]:
         interface = f"net{rail['index'] + 1}"
         status = statuses.get(interface) or {}
         if not status.get("ips"):
@@ -148,10 +149,10 @@ def _allocatable(node: dict, resource: str) -> int:
     return int(value) if value.isdigit() else 0
 
 
-def eligible_nodes(plan: dict, nodes: list[dict]) -> tuple[list[str], dict[str, str]]:
+def eligible_nodes(view: dict, nodes: list[dict]) -> tuple[list[str], dict[str, str]]:
     """Nodes that can run a test pod: schedulable, with a GPU and every rail's resource."""
     eligible, ineligible = [], {}
-    wanted = ["nvidia.com/gpu", *[rail["node_resource"] for rail in plan["rails"]]]
+    wanted = ["nvidia.com/gpu", *[rail["node_resource"] for rail in view["rails"]]]
     for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
         name = node["metadata"]["name"]
         missing = [r for r in wanted if _allocatable(node, r) < 1]

@@ -94,14 +94,14 @@ class Cluster:
     patch = delete
 
 
-def node(name: str, plan: dict) -> dict:
-    """A GPU and NIC node of a node group (a group's view of the plan; the plan is its first)."""
+def node(name: str, view: dict) -> dict:
+    """A GPU and NIC node of a node group (the group's view of the plan, group_plans)."""
     labels = {
-        **plan["node_selector"],
+        **view["node_selector"],
         "feature.node.kubernetes.io/pci-10de.present": "true",
         "feature.node.kubernetes.io/pci-15b3.present": "true",
     }
-    resources = {rail["node_resource"]: "8" for rail in plan["rails"]}
+    resources = {rail["node_resource"]: "8" for rail in view["rails"]}
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -336,7 +336,7 @@ def test_a_missing_object_and_one_left_from_another_method_are_work(plan):
     cluster.objects[key_of(stale)] = stale
     work = checked(plan, cluster).all_work()
     assert f"Namespace {first[3]} would be created" in work
-    assert plan["method"] == "host_device" or (
+    assert plan["groups"][0]["method"] == "host_device" or (
         "HostDeviceNetwork old-net would be removed (no longer part of the plan)" in work
     )
 
@@ -388,7 +388,7 @@ def test_a_gate_must_hold_for_the_stable_seconds_of_its_step(plan):
 
 def test_rails_on_the_same_nodes_share_one_read():
     plan = build_plan(inputs("multi-rail-hgx"))
-    assert len(plan["rails"]) > 1
+    assert len(plan["groups"][0]["rails"]) > 1
     cluster = converged_cluster(plan)
     checked(plan, cluster)
     assert [kind for _verb, kind in cluster.reads].count("Node") == 1

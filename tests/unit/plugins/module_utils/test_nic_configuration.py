@@ -64,7 +64,7 @@ def test_infiniband_on_connectx7_has_no_roce_qos_and_the_infiniband_link():
     plan = plan_of("sriov-legacy-infiniband", nic_configuration=True, nic_type=["ConnectX-7"])
     (template,) = templates(plan)
     assert template["spec"]["template"] == {
-        "numVfs": plan["sriov"]["num_vfs"],
+        "numVfs": plan["groups"][0]["sriov"]["num_vfs"],
         "linkType": "Infiniband",
         "pciPerformanceOptimized": {"enabled": True, "maxReadRequest": 4096},
         "gpuDirectOptimized": {"enabled": True, "env": "Baremetal"},

@@ -46,7 +46,7 @@ def plan(**overrides):
 
 def test_defaults_follow_red_hat():
     result = plan()
-    (rail,) = result["rails"]
+    (rail,) = result["groups"][0]["rails"]
     assert rail == {
         "index": 0,
         "interface": "ens8f0np0",
@@ -60,8 +60,8 @@ def test_defaults_follow_red_hat():
             "exclude": [],
         },
     }
-    assert result["link_type"] == "eth"
-    assert result["mtu"] == 1500
+    assert result["groups"][0]["link_type"] == "eth"
+    assert result["groups"][0]["mtu"] == 1500
     assert result["network_namespace"] == "default"
     assert result["gpu"]["memory"] == "dmabuf"
     assert result["operators"]["nfd"] == {
@@ -91,7 +91,7 @@ def test_defaults_follow_red_hat():
     ],
 )
 def test_names_by_method_and_fabric(method, fabric, network, resource):
-    (rail,) = plan(method=method, fabric=fabric)["rails"]
+    (rail,) = plan(method=method, fabric=fabric)["groups"][0]["rails"]
     assert (rail["network_name"], rail["resource_name"]) == (network, resource)
 
 
@@ -104,20 +104,22 @@ def test_multi_rail_names_and_split_range():
             "ipam_range": "10.100.0.0/21",
         }
     )
-    assert [r["network_name"] for r in result["rails"]] == [
+    assert [r["network_name"] for r in result["groups"][0]["rails"]] == [
         f"rdmashared-net-rail{i}" for i in range(8)
     ]
-    assert [r["resource_name"] for r in result["rails"]] == [
+    assert [r["resource_name"] for r in result["groups"][0]["rails"]] == [
         f"rdma_shared_device_eth_rail{i}" for i in range(8)
     ]
-    assert [r["ipam"]["range"] for r in result["rails"]] == [f"10.100.{i}.0/24" for i in range(8)]
+    assert [r["ipam"]["range"] for r in result["groups"][0]["rails"]] == [
+        f"10.100.{i}.0/24" for i in range(8)
+    ]
 
 
 def test_three_rails_split_into_quarters():
     result = build_plan(
         {**BASE, "ipam_gateway": None, "interfaces": ["a", "b", "c"], "ipam_range": "10.0.0.0/24"}
     )
-    assert [r["ipam"]["range"] for r in result["rails"]] == [
+    assert [r["ipam"]["range"] for r in result["groups"][0]["rails"]] == [
         "10.0.0.0/26",
         "10.0.0.64/26",
         "10.0.0.128/26",
@@ -142,7 +144,7 @@ def test_per_rail_settings_win():
             ],
         }
     )
-    first, second = result["rails"]
+    first, second = result["groups"][0]["rails"]
     assert (first["network_name"], first["resource_name"]) == ("rail-a", "rail_a")
     assert first["ipam"]["gateway"] == "10.1.0.1"
     assert second["network_name"] == "rdmashared-net-rail1"
@@ -150,7 +152,7 @@ def test_per_rail_settings_win():
 
 
 def test_a_single_interface_string_is_one_rail():
-    assert len(plan(interfaces="ens8f0np0")["rails"]) == 1
+    assert len(plan(interfaces="ens8f0np0")["groups"][0]["rails"]) == 1
 
 
 def test_manual_approval_defaults_starting_csv_to_the_release():
@@ -197,7 +199,7 @@ def test_one_persistent_name_for_the_nics_of_many_nodes():
 
 def test_strings_from_surveys_are_accepted_for_numbers_and_booleans():
     result = plan(mtu="9000", crio_memlock="true", network_operator_release=26.4 and "26.4.0")
-    assert result["mtu"] == 9000
+    assert result["groups"][0]["mtu"] == 9000
     assert result["machine_configs"]["crio_memlock"] is True
 
 
@@ -212,8 +214,11 @@ def test_strings_from_surveys_are_accepted_for_numbers_and_booleans():
 )
 def test_interfaces_from_a_survey_string_are_split_on_commas_and_white_space(answer):
     result = plan(interfaces=answer, ipam_gateway="")
-    assert [rail["interface"] for rail in result["rails"]] == ["ens1f0np0", "ens2f0np0"]
-    assert [rail["network_name"] for rail in result["rails"]] == [
+    assert [rail["interface"] for rail in result["groups"][0]["rails"]] == [
+        "ens1f0np0",
+        "ens2f0np0",
+    ]
+    assert [rail["network_name"] for rail in result["groups"][0]["rails"]] == [
         "rdmashared-net-rail0",
         "rdmashared-net-rail1",
     ]
@@ -221,11 +226,17 @@ def test_interfaces_from_a_survey_string_are_split_on_commas_and_white_space(ans
 
 def test_list_inputs_from_survey_strings_and_blank_answers():
     result = plan(ipam_exclude="192.168.2.0/30, 192.168.2.128/25", image_pull_secrets="a b")
-    assert result["rails"][0]["ipam"]["exclude"] == ["192.168.2.0/30", "192.168.2.128/25"]
+    assert result["groups"][0]["rails"][0]["ipam"]["exclude"] == [
+        "192.168.2.0/30",
+        "192.168.2.128/25",
+    ]
     assert result["image_pull_secrets"] == ["a", "b"]
     # An optional survey question left blank arrives as '' (or null, or not at all).
     blank = plan(ipam_gateway="", ipam_exclude="", image_pull_secrets="")
-    assert blank["rails"][0]["ipam"] == plan(ipam_gateway=None)["rails"][0]["ipam"]
+    assert (
+        blank["groups"][0]["rails"][0]["ipam"]
+        == plan(ipam_gateway=None)["groups"][0]["rails"][0]["ipam"]
+    )
     assert blank["image_pull_secrets"] == []
 
 
@@ -454,7 +465,10 @@ def test_the_documented_options_are_the_inputs_with_their_defaults():
     assert DEFAULTS["gpu_operator_release"] == LATEST_GPU_OPERATOR
     # Every input left out of a plan gets its documented default.
     result = plan()
-    assert (result["mtu"], result["sriov"]["num_vfs"]) == (options["mtu"]["default"], 8)
+    assert (result["groups"][0]["mtu"], result["groups"][0]["sriov"]["num_vfs"]) == (
+        options["mtu"]["default"],
+        8,
+    )
 
 
 def test_misspelt_variables_are_found():
@@ -527,10 +541,10 @@ def test_every_setting_is_checked_by_its_declared_type_and_range(name, value, ex
 def test_check_inventory_plans_and_checks_settings_and_knows_its_scopes():
     variables = {f"gpudirect_rdma_{k}": v for k, v in BASE.items()}
     checked = check_inventory({**variables, "uninstall_timeout": "90"})
-    assert checked["plan"]["method"] == "shared_device"
+    assert checked["plan"]["groups"][0]["method"] == "shared_device"
     assert checked["settings"]["uninstall_timeout"] == 90
     # Task options win over the inventory.
-    assert check_inventory(variables, overrides={"mtu": 9000})["plan"]["mtu"] == 9000
+    assert check_inventory(variables, overrides={"mtu": 9000})["plan"]["groups"][0]["mtu"] == 9000
     with pytest.raises(PlanError, match="scope: got 'plan'"):
         check_inventory(variables, scope="plan")
 
@@ -705,7 +719,7 @@ def test_a_setting_at_its_default_is_never_refused_as_unused():
         for key in USES
         if not isinstance(DEFAULTS[key], list)
     }
-    assert build_plan({**BASE, **as_a_survey_writes})["method"] == "shared_device"
+    assert build_plan({**BASE, **as_a_survey_writes})["groups"][0]["method"] == "shared_device"
 
 
 def test_every_input_the_rule_knows_is_an_input_of_the_plan():
