@@ -21,8 +21,8 @@ find_python() {
     return
   fi
   local candidate
-  # 3.12 first: 3.13 verifies certificates strictly (VERIFY_X509_STRICT), and the test control
-  # plane's certificates carry no Authority Key Identifier, which that refuses.
+  # Either passes: the test control plane's certificates name their issuer's key, as 3.13's
+  # strict verification (VERIFY_X509_STRICT) requires. The older first, as before.
   for candidate in python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python \
                    python3.13 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13.*/bin/python; do
     if usable "${candidate}"; then command -v "${candidate}"; return; fi

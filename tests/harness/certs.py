@@ -65,6 +65,7 @@ class CertificateAuthority:
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + _VALIDITY)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
             .add_extension(
                 x509.KeyUsage(
                     digital_signature=True,
@@ -114,6 +115,13 @@ class CertificateAuthority:
             .not_valid_after(now + _VALIDITY)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            # Python 3.13's ssl verifies strictly (VERIFY_X509_STRICT) and refuses a certificate
+            # that does not name its issuer's key.
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(self._cert.public_key()),
+                critical=False,
+            )
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
         )
         if server:
             builder = builder.add_extension(

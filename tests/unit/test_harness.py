@@ -249,3 +249,42 @@ def test_harness_status_of_a_record_whose_processes_are_gone_is_partial(tmp_path
         f"partial: etcd (pid {2**22 + 1}) gone; `make cluster-up` stops what is left and starts "
         "again, `make cluster-down` only stops it",
     ]
+
+
+def test_the_control_plane_certificates_pass_strict_verification(tmp_path):
+    """Python 3.13's ssl verifies with VERIFY_X509_STRICT by default, which refuses a certificate
+    that names no Authority Key Identifier: a TLS handshake with that flag on, on this Python."""
+    import ssl
+    import threading
+
+    from tests.harness.certs import CertificateAuthority
+
+    authority = CertificateAuthority.create(tmp_path)
+    server_pair = authority.issue("server", "localhost", server=True)
+    client_pair = authority.issue("client", "alice", organizations=("system:masters",))
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(server_pair.cert, server_pair.key)
+    server_context.load_verify_locations(authority.cert_path)
+    server_context.verify_mode = ssl.CERT_REQUIRED
+    server_context.verify_flags |= ssl.VERIFY_X509_STRICT
+    client_context = ssl.create_default_context(cafile=str(authority.cert_path))
+    client_context.verify_flags |= ssl.VERIFY_X509_STRICT
+    client_context.load_cert_chain(client_pair.cert, client_pair.key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    seen = {}
+
+    def serve():
+        connection, _ = listener.accept()
+        with server_context.wrap_socket(connection, server_side=True) as tls:
+            seen["client"] = dict(x[0] for x in tls.getpeercert()["subject"])["commonName"]
+            tls.sendall(b"ok")
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    with socket.create_connection(("127.0.0.1", port)) as raw:
+        with client_context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            assert tls.recv(2) == b"ok"
+    thread.join(timeout=10)
+    listener.close()
+    assert seen == {"client": "alice"}
