@@ -1,11 +1,13 @@
 """gpudirect.rdma.step: what the step module needs, from the play's variables.
 
-A role's task names its step and nothing else; this action gives the module:
+A role's task names the role (every step of the table the role runs) or one step; this action
+gives the module:
 - the plan: gpudirect_rdma_plan when the play has one (site.yml plans once), else the plan of
   the gpudirect_rdma_* variables (a role used alone);
-- each step's settings, under the engine's names, from the role variables the step table names
-  (steps.Step.settings): the variable when set, else the default in the role's
-  defaults/main.yml, the one place it is written; bad values fail here, naming the variable;
+- each step's settings, under the engine's names, from the role variables the step declares
+  (steps.base.Setting): the variable when set, else its declared default (which
+  roles/<role>/defaults/main.yml repeats, written from it by make docs); bad values fail here,
+  naming the variable;
 - gpudirect_rdma_take_over, and the registry login gpudirect_rdma_image_registry_username and
   _password when the plan has a pull Secret;
 - the connection options given to the task (or by module_defaults), else those of the
@@ -13,10 +15,6 @@ A role's task names its step and nothing else; this action gives the module:
 """
 
 from __future__ import annotations
-
-from pathlib import Path
-
-from ansible.module_utils.common.yaml import yaml_load
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
@@ -30,41 +28,25 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import (
     templated,
 )
 
-ROLES = Path(__file__).resolve().parents[2] / "roles"
 MODULE = "gpudirect.rdma.step"
-# The engine's settings: (type, lowest value, what it is).
-SETTING_KINDS = {
-    "install_timeout": (int, 1, "seconds"),
-    "ready_timeout": (int, 1, "seconds"),
-    "stable_seconds": (float, 0, "seconds"),
-    "min_nodes": (int, 1, "nodes"),
-}
+TYPES = {"int": int, "float": float}
 
 
 class SettingError(ValueError):
     pass
 
 
-def check_setting(variable: str, key: str, value):
-    """value as the engine's setting key wants it, or SettingError naming variable."""
-    kind, low, unit = SETTING_KINDS[key]
-    expected = (
-        f"a whole number of {low} or more"
-        if kind is int
-        else f"a number of {unit} of {low} or more"
-    )
+def check_setting(setting: table.Setting, value):
+    """value as the step's setting declares it, or SettingError naming its variable."""
+    kind, low = TYPES[setting.type], setting.minimum
+    expected = f"a whole number of {low} or more" if kind is int else f"a number of {low} or more"
     try:
         number = kind(str(value).strip()) if not isinstance(value, bool) else None
     except (TypeError, ValueError):
         number = None
     if number is None or number < low:
-        raise SettingError(f"{variable}: got {value!r}; expected {expected}")
+        raise SettingError(f"{setting.variable}: got {value!r}; expected {expected}")
     return number
-
-
-def role_defaults(role: str) -> dict:
-    path = ROLES / role / "defaults" / "main.yml"
-    return (yaml_load(path.read_text()) or {}) if path.exists() else {}
 
 
 class ActionModule(ModuleAction):
@@ -79,21 +61,15 @@ class ActionModule(ModuleAction):
             return plain(plan)
         return checked_inventory(self._templar, task_vars)["plan"]
 
-    def _settings(self, plan: dict, names: list[str], task_vars: dict) -> dict:
+    def _settings(self, names: list[str], task_vars: dict) -> dict:
         found = {}
         for name in names:
-            step = table.step(name)
-            role = step.role
-            defaults = None
             values = {}
-            for key, variable in step.settings.items():
-                if variable in task_vars:
-                    value = self._var(task_vars, variable)
-                else:
-                    defaults = role_defaults(role) if defaults is None else defaults
-                    value = self._templar.template(defaults.get(variable))
-                if value is not None:
-                    values[key] = check_setting(variable, key, value)
+            for setting in table.step(name).settings:
+                if setting.variable in task_vars:
+                    value = self._var(task_vars, setting.variable)
+                    if value is not None:
+                        values[setting.key] = check_setting(setting, value)
             found[name] = values
         return found
 
@@ -101,21 +77,15 @@ class ActionModule(ModuleAction):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         args = dict(self._task.args)
-        name = args.get("name")
-        if name not in ("all", *table.NAMES):
-            result.update(
-                failed=True,
-                msg=f"name: got {name!r}; expected all or one of {', '.join(table.NAMES)}",
-            )
-            return result
-        names = list(table.NAMES) if name == "all" else [name]
         try:
+            names = table.selected(args.get("name"), args.get("role"))
             plan = plain(args["plan"]) if args.get("plan") else self._plan(task_vars)
-            settings = self._settings(plan, names, task_vars)
-        except (PlanError, SettingError) as error:
+            settings = self._settings(names, task_vars)
+        except (PlanError, SettingError, ValueError) as error:
             result.update(failed=True, msg=str(error))
             return result
         options = {
+            **{key: args[key] for key in ("name", "role") if args.get(key) is not None},
             **connection_args(args, task_vars, self._templar.template),
             "plan": plan,
             "settings": {**settings, **(args.get("settings") or {})},

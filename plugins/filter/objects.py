@@ -96,7 +96,8 @@ def objects(plan, component=None, csvs=None, part="all"):
     plan, csvs, part = args["_input"], args["csvs"], args["part"]
     if args["component"]:
         operator = of_component(args["component"]).operator
-        found = component_objects(plan, args["component"], csvs.get(operator))
+        csv = csvs.get(operator.key) if operator else None
+        found = component_objects(plan, args["component"], csv)
     else:
         found = build_objects(plan, csvs)
     if part == "all":

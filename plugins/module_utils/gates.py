@@ -1,50 +1,17 @@
-"""The gates of the steps: what must hold on the cluster before the next step runs.
+"""The gate vocabulary the steps share: what must hold on the cluster before the next step runs.
 
-Pure functions from a plan to gates in the options format of the gpudirect.rdma.wait module
-(wait.GATE_OPTIONS); the step table (steps.py) names each step's gates, the engine waits on them
-(or, checking whether the cluster is converged, reads them once), and uninstall waits on the
-ones that say a removal has been rolled out.
+Pure functions that make gates in the options format of the gpudirect.rdma.wait module
+(wait.GATE_OPTIONS): a policy object ready, a NicConfigurationTemplate applied, a
+MachineConfigPool rolled out, the SR-IOV node states synced. Each step's file
+(module_utils/steps/<step>.py) says which of them it waits on; the engine waits on them (or,
+checking whether the cluster is converged, reads them once), and uninstall waits on the ones that
+say a removal has been rolled out.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import group_plans
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.machine_config import (
-    machine_configs,
-)
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.network_operator import (
-    nic_cluster_policies,
-    nic_node_policies,
-)
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nfd import (
-    GPU_LABEL,
-    NIC_LABEL,
-)
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_configuration import (
-    nic_configuration_templates,
-)
 
-
-def nfd_gates(plan: dict, min_nodes: int = 1) -> list[dict]:
-    namespace = plan["operators"]["nfd"]["namespace"]
-    return [
-        {
-            "gate": "NFD labels NVIDIA GPU + NIC nodes",
-            "api_version": "v1",
-            "kind": "Node",
-            "label_selector": f"{GPU_LABEL}=true,{NIC_LABEL}=true",
-            "min_count": min_nodes,
-            "path": f'metadata.labels."{NIC_LABEL}"',
-            "equals": "true",
-            "hint": (
-                f"oc -n {namespace} get pods,nodefeaturediscovery; "
-                f"oc get nodes -L {GPU_LABEL},{NIC_LABEL}"
-            ),
-        }
-    ]
-
-
-def _policy_ready(gate: str, api_version: str, kind: str, name: str, hint: str) -> dict:
+def policy_ready(gate: str, api_version: str, kind: str, name: str, hint: str) -> dict:
     """An operator's policy object reports status.state ready."""
     return {
         "gate": gate,
@@ -57,64 +24,7 @@ def _policy_ready(gate: str, api_version: str, kind: str, name: str, hint: str) 
     }
 
 
-def network_operator_gates(plan: dict) -> list[dict]:
-    namespace = plan["operators"]["network_operator"]["namespace"]
-    hint = (
-        "oc get nicclusterpolicy nic-cluster-policy -o yaml (status.appliedStates); "
-        f"oc -n {namespace} get pods"
-    )
-    return [
-        _policy_ready(
-            "NicClusterPolicy ready",
-            policy["apiVersion"],
-            policy["kind"],
-            policy["metadata"]["name"],
-            hint,
-        )
-        for policy in nic_cluster_policies(plan)
-    ]
-
-
-def nic_node_policy_gates(plan: dict) -> list[dict]:
-    """Each node group's NicNodePolicy reports status.state ready (none with the cluster model)."""
-    namespace = plan["operators"]["network_operator"]["namespace"]
-    found = []
-    for policy in nic_node_policies(plan):
-        name = policy["metadata"]["name"]
-        gate = _policy_ready(
-            f"NicNodePolicy {name} ready",
-            policy["apiVersion"],
-            "NicNodePolicy",
-            name,
-            f"oc get nicnodepolicy {name} -o yaml (status.appliedStates, status.reason); "
-            f"oc -n {namespace} get pods -o wide",
-        )
-        # What the message shows of a policy not ready: its reason (an overlap, say) and the
-        # first of its states (state-OFED, state-RDMA-device-plugin, ...) that is not ready.
-        gate["detail"] = (
-            "{reason: status.reason, "
-            "state: status.appliedStates[?state!='ready' && state!='ignore'] | [0]}"
-        )
-        gate["fail_on"] = ["error"]
-        found.append(gate)
-    return found
-
-
-def nic_configuration_gates(plan: dict) -> list[dict]:
-    """Each NicConfigurationTemplate is applied: every NicDevice it lists has it in its spec and
-    ConfigUpdateInProgress reason UpdateSuccessful at its current generation (the NIC
-    configuration check, k8s/nic_configuration.py: device errors and a paused Maintenance
-    Operator fail the gate, a node in maintenance or rebooting is progress)."""
-    return [_template_applied(t) for t in nic_configuration_templates(plan)]
-
-
-def nic_configuration_reset_gates(template: dict) -> list[dict]:
-    """Once a live template asks for resetToDefault, each of its devices is back at the
-    firmware's defaults (the same check: the devices hold the reset in their spec)."""
-    return [_template_applied(template, "reset to the firmware defaults")]
-
-
-def _template_applied(template: dict, what: str = "applied") -> dict:
+def template_applied(template: dict, what: str = "applied") -> dict:
     name = template["metadata"]["name"]
     namespace = template["metadata"]["namespace"]
     return {
@@ -132,25 +42,6 @@ def _template_applied(template: dict, what: str = "applied") -> dict:
             "logs ds/nic-configuration-daemon"
         ),
     }
-
-
-def gpu_operator_gates(plan: dict) -> list[dict]:
-    namespace = plan["operators"]["gpu_operator"]["namespace"]
-    hint = f"oc get clusterpolicy gpu-cluster-policy -o yaml; oc -n {namespace} get pods"
-    return [
-        _policy_ready(
-            "ClusterPolicy ready", "nvidia.com/v1", "ClusterPolicy", "gpu-cluster-policy", hint
-        )
-    ]
-
-
-def machine_config_gates(plan: dict, removed: list[str] | None = None) -> list[dict]:
-    """The pool renders the plan's MachineConfigs and none of the removed ones, then reports
-    Updated; no gate when the plan has none and none were removed (the pool is not touched)."""
-    names = [obj["metadata"]["name"] for obj in machine_configs(plan)]
-    if not names and not removed:
-        return []
-    return pool_gates(plan["machine_configs"]["role"], names, removed or [])
 
 
 def pool_gates(pool: str | None, names: list[str], removed: list[str]) -> list[dict]:
@@ -202,57 +93,3 @@ def node_states_synced(namespace: str, while_: str = "VFs are created", min_coun
             f"nodes drain and reboot while {while_}"
         ),
     }
-
-
-def method_gates(plan: dict, method: str) -> list[dict]:
-    """The nodes of every node group on this RDMA method advertise each of its rails'
-    resources, each rail's network is rendered, and with SR-IOV every node state has synced
-    (Failed stops the wait)."""
-    gates = []
-    for view in group_plans(plan):
-        if view["method"] == method:
-            gates.extend(_group_gates(view, len(plan["groups"]) > 1))
-    if gates and method == "sriov_legacy":
-        sriov = plan["operators"]["sriov_network_operator"]["namespace"]
-        gates.append(node_states_synced(sriov))
-    return gates
-
-
-def _group_gates(view: dict, several: bool) -> list[dict]:
-    nodes = ",".join(f"{key}={value}" for key, value in view["node_selector"].items())
-    namespace = view["network_namespace"]
-    where = f"group {view['name']}: " if several else ""
-    gates = []
-    for rail in view["rails"]:
-        gates.append(
-            {
-                "gate": f"{where}nodes advertise {rail['node_resource']}",
-                "api_version": "v1",
-                "kind": "Node",
-                "label_selector": nodes,
-                "path": f'status.allocatable."{rail["node_resource"]}"',
-                "at_least": 1,
-                "hint": (
-                    f"oc describe nodes -l {nodes} (Allocatable); the device plugin pods of the "
-                    + (
-                        "group's NicNodePolicy"
-                        if view["nic_policy_model"] == "node"
-                        else "NicClusterPolicy"
-                    )
-                    + " or the SR-IOV operator"
-                ),
-            }
-        )
-        gates.append(
-            {
-                "gate": f"NetworkAttachmentDefinition {namespace}/{rail['network_name']} rendered",
-                "api_version": "k8s.cni.cncf.io/v1",
-                "kind": "NetworkAttachmentDefinition",
-                "name": rail["network_name"],
-                "namespace": namespace,
-                "path": "metadata.name",
-                "equals": rail["network_name"],
-                "hint": f"oc -n {namespace} get network-attachment-definitions",
-            }
-        )
-    return gates

@@ -10,13 +10,12 @@ author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: Install, apply and wait for one step of the GPUDirect RDMA configuration, or all
 description:
-  - Runs one step of the configuration, or all of them in their order, with the one engine the
-    roles, C(site.yml) and its converged check share. The steps, in order, are C(nfd),
-    C(sriov-network-operator), C(maintenance-operator) (opt-in, with the NIC firmware settings),
-    C(network-operator), C(nic-node-policies) (one NicNodePolicy per node group with the C(node)
-    NIC policy model; nothing with C(cluster)), C(machine-config), C(nic-configuration) (opt-in),
-    C(gpu-operator), and one step per RDMA method, C(shared-device), C(host-device) and
-    C(sriov-legacy), each for the node groups that use it.
+  - Runs the steps of one role (O(role), in their order), one step (O(name)), or all of them in
+    their order, with the one engine the roles, C(site.yml) and its converged check share.
+  - The steps are the choices of O(name), in the order they are applied. They are the operators,
+    the NicClusterPolicy and the node groups' NicNodePolicies, the MachineConfigs, the opt-in
+    Maintenance Operator and NIC firmware settings, and one step per RDMA method, each for the
+    node groups that use it. C(make docs) lists them in docs/steps.md, from the step table.
   - A step the plan leaves off (an opt-in turned off, a method no node group uses) installs and
     waits on nothing and removes what the collection made of its kinds, so switching a group's
     method leaves nothing of the previous one.
@@ -49,11 +48,18 @@ attributes:
     support: full
     description: The objects before, and as the API server stores them (or would, in check mode).
 options:
+  role:
+    description:
+      - The role whose steps to run, in the table's order (what each role's task gives).
+      - Give O(role) or O(name), not both.
+    type: str
+    choices: [nfd, sriov_network_operator, maintenance_operator, network_operator, node_config,
+              nic_configuration, gpu_operator, shared_device, host_device, sriov_legacy]
   name:
     description:
       - The step, or C(all) for every step in order.
+      - Give O(role) or O(name), not both.
     type: str
-    required: true
     choices: [all, nfd, sriov-network-operator, maintenance-operator, network-operator, nic-node-policies,
               machine-config, nic-configuration, gpu-operator, shared-device, host-device, sriov-legacy]
   plan:
@@ -63,7 +69,8 @@ options:
   settings:
     description:
       - Per step name, its settings, read by the action plugin from the role variables
-        (C(install_timeout), C(ready_timeout), C(stable_seconds), C(min_nodes)).
+        (C(install_timeout), C(ready_timeout), C(stable_seconds), C(min_nodes)); a setting not
+        given takes the default the step declares.
     type: dict
     default: {}
   take_over:
@@ -87,7 +94,11 @@ options:
 EXAMPLES = r"""
 - name: Node Feature Discovery (the whole task of the gpudirect.rdma.nfd role)
   gpudirect.rdma.step:
-    name: nfd
+    role: nfd
+
+- name: The NicNodePolicies alone
+  gpudirect.rdma.step:
+    name: nic-node-policies
 
 - name: Is anything left to do? (site.yml)
   gpudirect.rdma.step:
@@ -149,7 +160,8 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
 )
 
 OPTIONS = {
-    "name": {"type": "str", "required": True, "choices": ["all", *table.NAMES]},
+    "role": {"type": "str", "choices": list(table.ROLES)},
+    "name": {"type": "str", "choices": ["all", *table.NAMES]},
     "plan": {"type": "dict", "required": True},
     "settings": {"type": "dict", "default": {}},
     "take_over": {"type": "bool", "default": False},
@@ -211,7 +223,7 @@ def roles(engine: Engine, names: list[str]) -> list[str]:
 
 def body(module, cluster, done) -> dict:
     params = module.params
-    names = list(table.NAMES) if params["name"] == "all" else [params["name"]]
+    names = table.selected(params["name"], params["role"])
     engine = Engine(
         cluster,
         params["plan"],
@@ -243,8 +255,16 @@ def body(module, cluster, done) -> dict:
     return result
 
 
+def one_of_name_and_role(module) -> None:
+    """name or role, not both (the action plugin checks the same before it plans)."""
+    try:
+        table.selected(module.params["name"], module.params["role"])
+    except ValueError as error:
+        module.fail_json(msg=str(error))
+
+
 def main():
-    run_module(OPTIONS, body, supports_check_mode=True)
+    run_module(OPTIONS, body, before=one_of_name_and_role, supports_check_mode=True)
 
 
 if __name__ == "__main__":

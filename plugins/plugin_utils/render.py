@@ -74,7 +74,7 @@ def kustomize_tree(objects: list[dict]) -> dict[str, str]:
 
 def sync_wave(obj: dict) -> int:
     """The Argo CD sync wave of an object: operators, then operands in the order of the steps
-    (steps.py), then the RDMA method."""
+    (module_utils/steps/), then the RDMA method."""
     try:
         return wave(obj)
     except ValueError:

@@ -14,9 +14,6 @@ from kubernetes.client.rest import ApiException
 
 from ansible_collections.gpudirect.rdma.plugins.filter.objects import objects as objects_filter
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
-    METHOD_COMPONENTS,
-)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, api_client, started
@@ -202,7 +199,8 @@ def assert_converged(plan: dict, custom, core) -> None:
     )["items"]
     planned = {r["network_name"] for g in plan["groups"] for r in g["rails"]}
     assert planned <= {n["metadata"]["name"] for n in nads}
-    components = ",".join(sorted({METHOD_COMPONENTS[g["method"]] for g in plan["groups"]}))
+    methods = {table.METHOD_STEPS[g["method"]].component for g in plan["groups"]}
+    components = ",".join(sorted(methods))
     for api_version, kind in table.METHOD_KINDS:
         group, version = api_version.split("/")
         others = custom.list_cluster_custom_object(

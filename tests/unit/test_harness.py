@@ -282,9 +282,11 @@ def test_the_control_plane_certificates_pass_strict_verification(tmp_path):
 
     thread = threading.Thread(target=serve)
     thread.start()
-    with socket.create_connection(("127.0.0.1", port)) as raw:
-        with client_context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
-            assert tls.recv(2) == b"ok"
+    with (
+        socket.create_connection(("127.0.0.1", port)) as raw,
+        client_context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        assert tls.recv(2) == b"ok"
     thread.join(timeout=10)
     listener.close()
     assert seen == {"client": "alice"}

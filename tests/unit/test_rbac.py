@@ -39,6 +39,9 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     observe,
     to_gate,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.network_operator import (
+    REGISTRY_SECRET_NAME,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils import (
     nccl_settings,
     nccl_test,
@@ -276,7 +279,7 @@ def every_gate(plan: dict) -> list[Gate]:
         for kind in ("SriovNetworkNodePolicy", "MachineConfig")
     ]
     options = [
-        *(g for s in table.STEPS for g in s.gates(plan, {"removed_machine_configs": ["99-x"]})),
+        *(g for s in table.STEPS for g in s.gates(plan, {}, removed)),
         *(g for s in table.STEPS for g in s.uninstall_gates(removed)),
     ]
     gates = [to_gate({**o, "equals": "never"}) for o in options]
@@ -376,7 +379,7 @@ def requests_of(name: str) -> set:
         key: {**operator, "approval": "Manual"} for key, operator in plan["operators"].items()
     }
     plan["image_registry_secret"] = {
-        "name": table.REGISTRY_SECRET_NAME,
+        "name": REGISTRY_SECRET_NAME,
         "namespace": plan["operators"]["network_operator"]["namespace"],
         "registry": "mirror.local",
     }

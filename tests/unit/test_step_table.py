@@ -1,7 +1,9 @@
-"""Adding a step is one entry in the step table (module_utils/steps.py) plus its builders: this
-walks the table and proves that site.yml, the converged check, render, uninstall and diagnostics
-cover every step, in the table's order (the shipped RBAC: tests/unit/test_rbac.py runs every
-step of the table against a recording cluster)."""
+"""Adding a step is its file (module_utils/steps/<step>.py) and its place in the table's order
+(steps/__init__.py): this walks the table and proves that site.yml, the converged check, render,
+uninstall and diagnostics cover every step, in the table's order (the shipped RBAC:
+tests/unit/test_rbac.py runs every step of the table against a recording cluster; a step added
+in one file: tests/unit/test_new_step.py). The order is written down once more here, the one
+test of it."""
 
 from __future__ import annotations
 
@@ -44,33 +46,40 @@ def tasks_of_play(play: dict) -> list[dict]:
     return found
 
 
+def test_the_steps_in_order_and_the_roles_that_run_them():
+    assert [(step.name, step.role) for step in table.STEPS] == [
+        ("nfd", "nfd"),
+        ("sriov-network-operator", "sriov_network_operator"),
+        ("maintenance-operator", "maintenance_operator"),
+        ("network-operator", "network_operator"),
+        ("nic-node-policies", "network_operator"),
+        ("machine-config", "node_config"),
+        ("nic-configuration", "nic_configuration"),
+        ("gpu-operator", "gpu_operator"),
+        ("shared-device", "shared_device"),
+        ("host-device", "host_device"),
+        ("sriov-legacy", "sriov_legacy"),
+    ]
+    # The GPU driver comes after the network driver it builds on, and after the MachineConfigs
+    # that reboot the pool; the RDMA methods last.
+    assert [s.wave for s in table.STEPS] == sorted(s.wave for s in table.STEPS)
+    # A role's steps are next to each other, so running a role runs them in the table's order.
+    for role in table.ROLES:
+        where = [i for i, step in enumerate(table.STEPS) if step.role == role]
+        assert where == list(range(where[0], where[-1] + 1)), role
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_the_check_names_the_roles_of_every_step_and_each_runs_its_own(name):
+def test_the_check_names_the_roles_of_the_steps_the_plan_turns_on_and_each_runs_its_own(name):
     plan = build_plan(inputs(name))
-    roles = [step.role for step in table.STEPS]
-    assert roles[:-3] == [
-        "nfd",
-        "sriov_network_operator",
-        "maintenance_operator",
-        "network_operator",
-        "network_operator",
-        "node_config",
-        "nic_configuration",
-        "gpu_operator",
-    ]
-    # One role per RDMA method; the check asks for those of the methods the groups use.
-    assert roles[-3:] == ["shared_device", "host_device", "sriov_legacy"]
     methods = {group["method"] for group in plan["groups"]}
-    assert [s.role for s in table.STEPS[-3:] if s.enabled(plan)] == [
-        m for m in ("shared_device", "host_device", "sriov_legacy") if m in methods
+    # One role per RDMA method; the check asks for those of the methods the groups use.
+    assert [s.method for s in table.METHOD_STEPS.values() if s.enabled(plan)] == [
+        m for m in table.METHOD_STEPS if m in methods
     ]
-    # Each role runs its steps, in the table's order (network_operator: the NicClusterPolicy,
-    # then the NicNodePolicies).
-    for role in dict.fromkeys(roles):
-        tasks = tasks_of(REPO_ROOT / "roles" / role / "tasks" / "main.yml")
-        assert [t["gpudirect.rdma.step"]["name"] for t in tasks] == [
-            step.name for step, of in zip(table.STEPS, roles, strict=True) if of == role
-        ]
+    for role in table.ROLES:
+        (task,) = tasks_of(REPO_ROOT / "roles" / role / "tasks" / "main.yml")
+        assert task["gpudirect.rdma.step"] == {"role": role}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -109,16 +118,17 @@ def test_uninstall_goes_through_every_step_in_reverse_then_the_operators():
 def test_diagnostics_read_every_steps_kinds_and_namespaces(name):
     plan = build_plan(inputs(name))
     read = {(api_version, kind) for api_version, kind, _scope in diagnostics.kinds_to_read()}
+    assert len(read) == len(diagnostics.kinds_to_read())
     for step in table.STEPS:
         assert set(step.kinds) <= read, step.name
     namespaces = diagnostics.plan_namespaces(plan)
     for step in table.STEPS:
         if not step.enabled(plan):
             # An opt-in step the plan leaves off: the plan holds no such operator.
-            assert step.operator not in plan["operators"]
+            assert step.operator is None or step.operator.key not in plan["operators"]
             continue
         if step.operator:
-            assert plan["operators"][step.operator]["namespace"] in namespaces
+            assert plan["operators"][step.operator.key]["namespace"] in namespaces
         assert set(step.namespaces(plan)) <= set(namespaces)
 
 
@@ -134,6 +144,7 @@ def test_every_choice_list_of_steps_and_stages_is_the_tables():
         return yaml_load(documentation)["options"][option]["choices"]
 
     assert choices(step_module.DOCUMENTATION, "name") == ["all", *table.NAMES]
+    assert choices(step_module.DOCUMENTATION, "role") == list(table.ROLES)
     assert choices(objects.DOCUMENTATION, "component") == list(table.components())
     assert choices(remove_module.DOCUMENTATION, "stages") == ["operands", *remove.STAGES]
     assert choices(remove_module.DOCUMENTATION, "reset") == remove.RESETTABLE

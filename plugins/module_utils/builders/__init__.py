@@ -1,7 +1,7 @@
-"""CR builders: pure functions from a plan (see plugin_utils/plan.py) to new Kubernetes objects.
+"""CR builders: pure functions from a plan (see plugin_utils/plan/) to new Kubernetes objects.
 
-No I/O and no mutation: every function returns new dicts. Each object carries the ownership
-labels of common.py, and its `gpudirect.rdma/component` label names the step (and the rendered
-folder) it belongs to. Which builders make which step, and in what order, is the step table's
-(module_utils/steps.py).
+No I/O and no mutation: every function returns new dicts, each carrying the collection's
+managed-by label (common.py). Which builders make which step, and in what order, is the step
+table's (module_utils/steps/, a file per step); the step labels its objects with its component
+(`gpudirect.rdma/component`, also the folder of the rendered tree).
 """

@@ -8,20 +8,6 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gpudirect.rdma"
 COMPONENT_LABEL = "gpudirect.rdma/component"
 
-# Components in the order they are applied; each is also a folder of the rendered tree.
-NFD = "nfd"
-SRIOV_NETWORK_OPERATOR = "sriov-network-operator"
-MAINTENANCE_OPERATOR = "maintenance-operator"
-NETWORK_OPERATOR = "network-operator"
-NIC_NODE_POLICIES = "nic-node-policies"
-NIC_CONFIGURATION = "nic-configuration"
-GPU_OPERATOR = "gpu-operator"
-MACHINE_CONFIG = "machine-config"
-METHOD_COMPONENTS = {
-    "shared_device": "shared-device",
-    "host_device": "host-device",
-    "sriov_legacy": "sriov-legacy",
-}
 NVIDIA_VENDOR = "15b3"
 IMPLICIT_GROUP = "gpudirect-rdma"
 
@@ -35,16 +21,17 @@ def alm_example(csv: dict | None, kind: str) -> dict | None:
     return next((example for example in examples if example.get("kind") == kind), None)
 
 
-def ownership(component: str) -> dict:
-    """The labels that mark an object as the collection's (uninstall removes only these)."""
-    return {MANAGED_BY_LABEL: MANAGED_BY, COMPONENT_LABEL: component}
+def ownership(component: str | None = None) -> dict:
+    """The labels that mark an object as the collection's (uninstall removes only these), and
+    its component (the step that makes it; steps/base.py labels a step's objects)."""
+    return {MANAGED_BY_LABEL: MANAGED_BY, **({COMPONENT_LABEL: component} if component else {})}
 
 
 def new_object(
     api_version: str,
     kind: str,
     name: str,
-    component: str,
+    component: str | None = None,
     *,
     namespace: str | None = None,
     labels: dict | None = None,

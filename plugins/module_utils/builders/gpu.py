@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
-    GPU_OPERATOR,
     alm_example,
     new_object,
 )
@@ -63,4 +62,4 @@ def cluster_policy(plan: dict, csv: dict | None = None) -> dict:
     spec = copy.deepcopy(base)
     for path, value in gpudirect_settings(plan).items():
         _set(spec, path, copy.deepcopy(value))
-    return new_object("nvidia.com/v1", "ClusterPolicy", NAME, GPU_OPERATOR, spec=spec)
+    return new_object("nvidia.com/v1", "ClusterPolicy", NAME, spec=spec)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
-    MACHINE_CONFIG,
     new_object,
 )
 
@@ -24,9 +23,7 @@ def _data_url(text: str) -> str:
 
 def _machine_config(plan: dict, name: str, spec: dict) -> dict:
     role = plan["machine_configs"]["role"]
-    return new_object(
-        API_VERSION, "MachineConfig", name, MACHINE_CONFIG, labels={ROLE_LABEL: role}, spec=spec
-    )
+    return new_object(API_VERSION, "MachineConfig", name, labels={ROLE_LABEL: role}, spec=spec)
 
 
 def udev_rules(rules: list[dict]) -> str:

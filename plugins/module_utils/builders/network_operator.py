@@ -10,8 +10,6 @@ import json
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nic_configuration
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
-    NETWORK_OPERATOR,
-    NIC_NODE_POLICIES,
     NVIDIA_VENDOR,
     group_name,
     group_plans,
@@ -126,7 +124,7 @@ def nic_cluster_policies(plan: dict) -> list[dict]:
         spec["nicConfigurationOperator"] = nic_configuration.nic_configuration_operator(plan)
     if not spec:
         return []
-    return [new_object(API_VERSION, "NicClusterPolicy", NAME, NETWORK_OPERATOR, spec=spec)]
+    return [new_object(API_VERSION, "NicClusterPolicy", NAME, spec=spec)]
 
 
 def nic_node_policies(plan: dict) -> list[dict]:
@@ -138,7 +136,6 @@ def nic_node_policies(plan: dict) -> list[dict]:
             API_VERSION,
             "NicNodePolicy",
             group_name(view),
-            NIC_NODE_POLICIES,
             spec={"nodeSelector": dict(view["node_selector"]), **node_sections(view)},
         )
         for view in group_plans(plan)

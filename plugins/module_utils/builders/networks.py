@@ -7,7 +7,6 @@ from __future__ import annotations
 import ipaddress
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
-    METHOD_COMPONENTS,
     new_object,
     rail_ipam,
 )
@@ -16,7 +15,6 @@ API_VERSION = "mellanox.com/v1alpha1"
 
 
 def _network(view: dict, rail: dict) -> dict:
-    component = METHOD_COMPONENTS[view["method"]]
     spec: dict = {"networkNamespace": view["network_namespace"]}
     if view["method"] == "host_device":
         kind = "HostDeviceNetwork"
@@ -28,7 +26,7 @@ def _network(view: dict, rail: dict) -> dict:
         kind = "MacvlanNetwork"
         spec.update({"master": rail["interface"], "mode": "bridge", "mtu": view["mtu"]})
     spec["ipam"] = rail_ipam(view, rail)
-    return new_object(API_VERSION, kind, rail["network_name"], component, spec=spec)
+    return new_object(API_VERSION, kind, rail["network_name"], spec=spec)
 
 
 def secondary_networks(view: dict) -> list[dict]:
@@ -63,7 +61,6 @@ def ip_pools(view: dict) -> list[dict]:
                 "nv-ipam.nvidia.com/v1alpha1",
                 "IPPool",
                 rail["network_name"],
-                METHOD_COMPONENTS[view["method"]],
                 namespace=view["operators"]["network_operator"]["namespace"],
                 spec=spec,
             )

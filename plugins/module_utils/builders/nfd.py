@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
-    NFD,
     new_object,
 )
 
@@ -36,7 +35,6 @@ def node_feature_discovery(plan: dict) -> dict:
         "nfd.openshift.io/v1",
         "NodeFeatureDiscovery",
         "nfd-instance",
-        NFD,
         namespace=plan["operators"]["nfd"]["namespace"],
         spec={
             "instance": "",

@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
-    MAINTENANCE_OPERATOR,
-    NIC_CONFIGURATION,
     group_name,
     group_plans,
     image,
@@ -62,7 +60,6 @@ def maintenance_operator_config(plan: dict) -> list[dict]:
             MAINTENANCE_API_VERSION,
             "MaintenanceOperatorConfig",
             MAINTENANCE_CONFIG_NAME,
-            MAINTENANCE_OPERATOR,
             namespace=plan["operators"]["maintenance_operator"]["namespace"],
             spec=spec,
         )
@@ -136,7 +133,8 @@ def template_spec(view: dict, device_id: str) -> dict:
 def nic_configuration_templates(plan: dict) -> list[dict]:
     """One NicConfigurationTemplate per node group and NIC type, in the Network Operator's
     namespace (where the NIC configuration daemon keeps the NicDevices); none when the opt-in is
-    off. A group with no NIC type (to be discovered) gets none here: see steps.py."""
+    off. A group with no NIC type (to be discovered) gets none here: see
+    steps/nic_configuration.py."""
     if not enabled(plan):
         return []
     namespace = plan["operators"]["network_operator"]["namespace"]
@@ -145,7 +143,6 @@ def nic_configuration_templates(plan: dict) -> list[dict]:
             API_VERSION,
             "NicConfigurationTemplate",
             template_name(view, device_id),
-            NIC_CONFIGURATION,
             namespace=namespace,
             spec=template_spec(view, device_id),
         )

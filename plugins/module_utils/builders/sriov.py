@@ -4,9 +4,7 @@ and networks (one per rail)."""
 from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
-    METHOD_COMPONENTS,
     NVIDIA_VENDOR,
-    SRIOV_NETWORK_OPERATOR,
     new_object,
     rail_ipam,
 )
@@ -41,7 +39,6 @@ def sriov_operator_config(plan: dict) -> dict:
         API_VERSION,
         "SriovOperatorConfig",
         "default",
-        SRIOV_NETWORK_OPERATOR,
         namespace=plan["operators"]["sriov_network_operator"]["namespace"],
         spec=spec,
     )
@@ -64,7 +61,6 @@ def node_policies(view: dict) -> list[dict]:
             API_VERSION,
             "SriovNetworkNodePolicy",
             _policy_name(view, rail),
-            METHOD_COMPONENTS["sriov_legacy"],
             namespace=namespace,
             spec={
                 "deviceType": "netdevice",
@@ -107,7 +103,6 @@ def networks(view: dict) -> list[dict]:
                 API_VERSION,
                 kind,
                 rail["network_name"],
-                METHOD_COMPONENTS["sriov_legacy"],
                 namespace=namespace,
                 spec=spec,
             )

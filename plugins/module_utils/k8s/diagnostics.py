@@ -32,7 +32,14 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     server_of,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import OWNED as MANAGED_BY
-from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import STEPS, managed_kinds
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
+    EVERYWHERE,
+    LABELLED,
+    NAMESPACES,
+    STEPS,
+    diagnostics_kinds,
+    managed_kinds,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.yaml_text import to_yaml
 
 OLM = "operators.coreos.com/v1alpha1"
@@ -41,13 +48,10 @@ PREFIX = "gpudirect-rdma-diagnostics-"
 SUMMARY = "summary.yaml"
 GATE = "gate.yaml"
 
-# How widely a kind is read beyond the objects that carry the collection's label.
-LABELLED = "the collection's objects"
-NAMESPACES = "every one in the namespaces read"
-EVERYWHERE = "every one in the cluster"
-
-# Every kind read, in the order of the archive's index (roughly the order site.yml goes).
-# Kinds of MANAGED_KINDS are always read by the collection's label as well. Never a Secret.
+# Every kind read, in the order of the archive's index (the order site.yml goes): OLM's objects,
+# each step's (steps/<step>.py: its kinds by the collection's label, and what it reads beside
+# them), then what every step's failure may come down to. Kinds of MANAGED_KINDS are always read
+# by the collection's label as well. Never a Secret.
 KINDS = (
     ("v1", "Namespace", LABELLED),
     (OLM, "CatalogSource", NAMESPACES),  # and every one in openshift-marketplace
@@ -55,26 +59,7 @@ KINDS = (
     (OLM, "Subscription", NAMESPACES),
     (OLM, "InstallPlan", NAMESPACES),
     (OLM, "ClusterServiceVersion", NAMESPACES),
-    ("nfd.openshift.io/v1", "NodeFeatureDiscovery", LABELLED),
-    ("sriovnetwork.openshift.io/v1", "SriovOperatorConfig", LABELLED),
-    ("maintenance.nvidia.com/v1alpha1", "MaintenanceOperatorConfig", EVERYWHERE),
-    ("mellanox.com/v1alpha1", "NicClusterPolicy", EVERYWHERE),
-    # The NIC firmware settings: the templates (anybody's: two on one device apply neither), the
-    # devices with their conditions, and the maintenances that drain their nodes.
-    ("configuration.net.nvidia.com/v1alpha1", "NicConfigurationTemplate", EVERYWHERE),
-    ("configuration.net.nvidia.com/v1alpha1", "NicDevice", EVERYWHERE),
-    ("maintenance.nvidia.com/v1alpha1", "NodeMaintenance", EVERYWHERE),
-    ("machineconfiguration.openshift.io/v1", "MachineConfig", LABELLED),
-    ("machineconfiguration.openshift.io/v1", "MachineConfigPool", EVERYWHERE),
-    ("nvidia.com/v1", "ClusterPolicy", EVERYWHERE),
-    ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy", LABELLED),
-    ("sriovnetwork.openshift.io/v1", "SriovNetworkNodeState", EVERYWHERE),
-    ("mellanox.com/v1alpha1", "MacvlanNetwork", LABELLED),
-    ("mellanox.com/v1alpha1", "IPoIBNetwork", LABELLED),
-    ("mellanox.com/v1alpha1", "HostDeviceNetwork", LABELLED),
-    ("sriovnetwork.openshift.io/v1", "SriovNetwork", LABELLED),
-    ("sriovnetwork.openshift.io/v1", "SriovIBNetwork", LABELLED),
-    ("nv-ipam.nvidia.com/v1alpha1", "IPPool", LABELLED),
+    *diagnostics_kinds(),
     ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition", NAMESPACES),
     ("v1", "Node", EVERYWHERE),
     ("v1", "Pod", NAMESPACES),
@@ -108,7 +93,7 @@ def plan_namespaces(plan: dict | None) -> list[str]:
         if not step.enabled(plan):
             continue
         if step.operator:
-            operator = plan["operators"][step.operator]
+            operator = plan["operators"][step.operator.key]
             found += [operator["namespace"], operator["source_namespace"]]
         found += step.namespaces(plan)
     return list(dict.fromkeys(found))

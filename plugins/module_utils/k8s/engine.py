@@ -1,4 +1,4 @@
-"""The engine: run steps of the table (steps.py) against a cluster.
+"""The engine: run steps of the table (module_utils/steps/) against a cluster.
 
 For each step, in the table's order: install its operator through OLM (olm.py) and take its
 Succeeded CSV, build its operand (on that CSV where the step needs one), apply it (apply.py),
@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import olm as olm_objects
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import olm, preflight
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     FIELD_MANAGER,
@@ -40,7 +39,6 @@ _WOULD = {
     "updated": "would be updated",
     "deleted": "would be removed",
 }
-DEFAULT_TIMEOUT = 1800
 
 
 class DiscoveryTimeout(TimeoutError):
@@ -103,7 +101,9 @@ class Engine:
             self._run_step(table.step(name))
 
     def _settings(self, step: table.Step) -> dict:
-        return self.settings.get(step.name) or {}
+        """The step's settings: as given (the role variables), else as the step declares them."""
+        declared = {setting.key: setting.default for setting in step.settings}
+        return {**declared, **(self.settings.get(step.name) or {})}
 
     def _objects(
         self, step: table.Step, csv: dict | None, operand_only=False, plan: dict | None = None
@@ -111,7 +111,9 @@ class Engine:
         """The step's objects (or its operand only), with the pull Secret of the registry login
         where it has one."""
         plan = plan or self.plan
-        objects = step.operand(plan, csv) if operand_only else step.objects(plan, csv)
+        objects = (
+            step.operand_objects(plan, csv) if operand_only else table.objects(step, plan, csv)
+        )
         secret = self.plan.get("image_registry_secret")
         if secret and self.login and any(kind == "Secret" for _a, kind, _n in step.named):
             objects.append(
@@ -137,7 +139,7 @@ class Engine:
                 self.applier.prune(
                     [],
                     scope["kinds"],
-                    settings.get("ready_timeout", DEFAULT_TIMEOUT),
+                    settings["ready_timeout"],
                     scope["label_selector"],
                 )
             record.update(skipped="off in the plan", results=self.applier.results[first:])
@@ -145,7 +147,7 @@ class Engine:
             self.steps.append(record)
             return
         if step.operator and step.uses_installed:
-            used = olm.installed_elsewhere(self.reads, self.plan["operators"][step.operator])
+            used = olm.installed_elsewhere(self.reads, self.plan["operators"][step.operator.key])
             if used:
                 record.update(operator={"used": used}, results=[], gates=[])
                 self.steps.append(record)
@@ -162,7 +164,7 @@ class Engine:
             self.applier.prune(
                 table.planned(self.plan, step.clears),
                 kinds,
-                settings.get("ready_timeout", DEFAULT_TIMEOUT),
+                settings["ready_timeout"],
             )
         self.applier.apply(operand)
         scope = table.prune_scope(step)
@@ -170,16 +172,11 @@ class Engine:
             self.applier.prune(
                 operand,
                 scope["kinds"],
-                settings.get("ready_timeout", DEFAULT_TIMEOUT),
+                settings["ready_timeout"],
                 scope["label_selector"],
             )
         record["results"] = self.applier.results[first:]
-        gate_settings = dict(settings)
-        if step.name == table.MACHINE_CONFIG:
-            gate_settings["removed_machine_configs"] = [
-                r["name"] for r in record["results"] if r["action"] == "deleted"
-            ]
-        record["gates"] = self._gates(step, gate_settings, record["results"], plan)
+        record["gates"] = self._gates(step, settings, record["results"], plan)
         self.steps.append(record)
 
     def _discovered(self, step: table.Step, settings: dict) -> dict:
@@ -192,7 +189,7 @@ class Engine:
             if missing:
                 self.work.append(missing)
             return plan
-        deadline = time.monotonic() + settings.get("ready_timeout", DEFAULT_TIMEOUT)
+        deadline = time.monotonic() + settings["ready_timeout"]
         pauses = poll_intervals()
         while True:
             plan, missing = step.discover(self.plan, self.cluster.list)
@@ -203,14 +200,14 @@ class Engine:
             self.sleep(next(pauses))
 
     def _install(self, step: table.Step, settings: dict) -> dict:
-        objects = olm_objects.operator_objects(self.plan, step.operator)
+        objects = table.operator_objects(self.plan, step)
         reader = self.reads if self.check_mode else self.cluster
         applier = Applier(self.reads, self.check_mode, self.take_over)
         installed = olm.install(
             reader,
             applier,
             objects,
-            settings.get("install_timeout", 900),
+            settings["install_timeout"],
             self.take_over,
             self.check_mode,
         )
@@ -224,9 +221,7 @@ class Engine:
         self, step: table.Step, settings: dict, results: list[dict], plan: dict
     ) -> list[dict]:
         """Wait on the step's gates (in check mode: read them once); what each showed."""
-        gates = [to_gate(g) for g in step.gates(plan, settings)]
-        if step.name == table.MACHINE_CONFIG and not results:
-            gates = []  # no MachineConfig planned nor removed: the pool is not touched
+        gates = [to_gate(g) for g in step.gates(plan, settings, results)]
         if not gates:
             return []
         stable = settings.get("stable_seconds", 0)
@@ -251,7 +246,7 @@ class Engine:
         seconds = wait_for(
             self.cluster,
             gates,
-            timeout=settings.get("ready_timeout", DEFAULT_TIMEOUT),
+            timeout=settings["ready_timeout"],
             stable_for=stable,
             sleep=self.sleep,
         )

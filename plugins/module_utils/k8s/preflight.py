@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nic_configuration
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     COMPONENT_LABEL,
-    METHOD_COMPONENTS,
     group_plans,
     selects,
 )
@@ -45,7 +44,10 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     list_if_served,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import installed_elsewhere
-from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import METHOD_KINDS
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
+    METHOD_KINDS,
+    METHOD_STEPS,
+)
 
 SEVERITIES = ("error", "warning", "ok", "skipped")
 INTEL_NIC_LABEL = "feature.node.kubernetes.io/pci-8086.present"
@@ -756,7 +758,7 @@ def _group_label(group: dict) -> str:
 
 
 def _check_methods(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list[dict]:
-    current = {METHOD_COMPONENTS[method] for method in _methods(plan)}
+    current = {METHOD_STEPS[method].component for method in _methods(plan)}
     planned = {identity(o) for o in objects}
     # Every group's interfaces, and whose they are (one group's name may be another's too).
     wanted: dict[str, list[str]] = {}
@@ -774,7 +776,7 @@ def _check_methods(plan: dict, objects: list[dict], facts: Facts, take_over: boo
         if owned_by_collection(obj):
             component = labels.get(COMPONENT_LABEL)
             if (
-                component in METHOD_COMPONENTS.values()
+                component in {s.component for s in METHOD_STEPS.values()}
                 and component not in current
                 and name not in planned
             ):

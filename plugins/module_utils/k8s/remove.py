@@ -1,8 +1,8 @@
 """Remove the collection's objects, stage by stage, in the reverse order of the steps.
 
-Stages come from the step table (steps.py): the bandwidth test's pods first, then each step's
-objects (the RDMA method's first, NFD's last), waiting after each until they are gone and until
-what the step's removal sets off has been rolled out (SR-IOV node states remove the VFs,
+Stages come from the step table (module_utils/steps/): the bandwidth test's pods first, then each
+step's objects (the RDMA method's first, NFD's last), waiting after each until they are gone and
+until what the step's removal sets off has been rolled out (SR-IOV node states remove the VFs,
 MachineConfigPools render without the MachineConfigs); then the operators, in the same reverse
 order; then the Namespaces. `operands` stands for the test pods and every step that uninstall
 removes unasked, in that order; a step that uninstall removes only when asked (the

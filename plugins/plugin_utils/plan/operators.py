@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import REGISTRY_SECRET_NAME
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import OPERATORS as DECLARED
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.network_operator import (
+    REGISTRY_SECRET_NAME,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
     GPU_OPERATOR_RELEASES,
     NETWORK_OPERATOR_RELEASES,
@@ -14,52 +17,9 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
 from .checks import PlanError, choice, dns_label, dns_subdomain, known_keys, mapping, string
 from .inputs import OPTIONS, Inputs
 
-OPERATOR_DEFAULTS = {
-    "nfd": {
-        "namespace": "openshift-nfd",
-        "package": "nfd",
-        "operator_group": "openshift-nfd",
-        "subscription": "nfd",
-        "channel": "stable",
-        "source": "redhat-operators",
-    },
-    "sriov_network_operator": {
-        "namespace": "openshift-sriov-network-operator",
-        "package": "sriov-network-operator",
-        "operator_group": "sriov-network-operators",
-        "subscription": "sriov-network-operator-subscription",
-        "channel": "stable",
-        "source": "redhat-operators",
-    },
-    "network_operator": {
-        "namespace": "nvidia-network-operator",
-        "package": "nvidia-network-operator",
-        "operator_group": "nvidia-network-operator",
-        "subscription": "nvidia-network-operator",
-        "channel": "stable",
-        "source": "certified-operators",
-    },
-    "gpu_operator": {
-        "namespace": "nvidia-gpu-operator",
-        "package": "gpu-operator-certified",
-        "operator_group": "nvidia-gpu-operator-group",
-        "subscription": "gpu-operator-certified",
-        "channel": None,  # the release's version channel, e.g. v26.7
-        "source": "certified-operators",
-    },
-    # Only with gpudirect_rdma_nic_configuration (its step is opt-in, steps.py).
-    "maintenance_operator": {
-        "namespace": "nvidia-maintenance-operator",
-        "package": "nvidia-maintenance-operator",
-        "operator_group": "nvidia-maintenance-operator",
-        "subscription": "nvidia-maintenance-operator",
-        "channel": "stable",
-        "source": "certified-operators",
-    },
-}
-# The Maintenance Operator's CSV of the 26.4 line, which Network Operator 26.4.x pairs with.
-MAINTENANCE_OPERATOR_CSV = "nvidia-maintenance-operator.v26.4.0"
-OPERATORS = tuple(OPERATOR_DEFAULTS)
+# The operators the steps install (steps/<step>.py declares each one's OLM defaults), by their
+# key of gpudirect_rdma_operators.
+OPERATORS = tuple(DECLARED)
 OPERATOR_KEYS = ("namespace", "channel", "source", "source_namespace", "approval", "starting_csv")
 APPROVALS = ("Automatic", "Manual")
 # The OpenShift releases whose documentation (the GPUDirect RDMA chapter) this collection follows.
@@ -75,10 +35,6 @@ def releases(inputs: Inputs) -> tuple[str, str]:
     )
 
 
-# Operators installed only with an opt-in: the operator -> the input that turns it on.
-OPT_IN = {"maintenance_operator": "nic_configuration"}
-
-
 def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
     """Each operator's OLM subscription: the defaults, the catalog source, the overrides; an
     opt-in operator only when its opt-in is on (its overrides are checked either way)."""
@@ -88,24 +44,24 @@ def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
     catalog_source = inputs.checked("catalog_source")
     catalog_namespace = inputs.checked("catalog_source_namespace")
     gpu = GPU_OPERATOR_RELEASES[gpu_release]
+    # The CSV a Manual approval installs unless the inventory names one: the releases' own.
     release_csvs = {
         "network_operator": NETWORK_OPERATOR_RELEASES[network_release]["csv_name"],
         "gpu_operator": gpu["csv_name"],
-        "maintenance_operator": MAINTENANCE_OPERATOR_CSV,
     }
     result = {}
-    for operator, defaults in OPERATOR_DEFAULTS.items():
-        if operator in OPT_IN and not inputs.checked(OPT_IN[operator]):
+    for operator, declared in DECLARED.items():
+        if declared.opt_in and not inputs.checked(declared.opt_in):
             mapping(f"{name}.{operator}", given.get(operator))
             continue
         where = f"{name}.{operator}"
         override = mapping(where, given.get(operator))
         known_keys(where, override, OPERATOR_KEYS)
-        channel = override.get("channel") or defaults["channel"] or gpu["channel"]
+        channel = override.get("channel") or declared.channel or gpu["channel"]
         approval = choice(f"{where}.approval", override.get("approval", "Automatic"), APPROVALS)
         starting_csv = override.get("starting_csv")
         if approval == "Manual" and not starting_csv:
-            starting_csv = release_csvs.get(operator)
+            starting_csv = release_csvs.get(operator) or declared.default_csv
             if not starting_csv:
                 raise PlanError(
                     f"{where}.starting_csv",
@@ -115,13 +71,15 @@ def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
                 )
         result[operator] = {
             "namespace": dns_label(
-                f"{where}.namespace", override.get("namespace", defaults["namespace"])
+                f"{where}.namespace", override.get("namespace", declared.namespace)
             ),
-            **{key: defaults[key] for key in ("package", "operator_group", "subscription")},
+            "package": declared.package,
+            "operator_group": declared.operator_group,
+            "subscription": declared.subscription,
             "channel": string(f"{where}.channel", channel, expected="an OLM channel name"),
             "source": dns_subdomain(
                 f"{where}.source",
-                override.get("source") or catalog_source or defaults["source"],
+                override.get("source") or catalog_source or declared.source,
             ),
             "source_namespace": dns_label(
                 f"{where}.source_namespace",

@@ -27,6 +27,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
     components,
     step,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.base import labelled
 from ansible_collections.gpudirect.rdma.plugins.module_utils.yaml_text import to_yaml
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import NAMES, inputs
@@ -302,7 +303,8 @@ def test_every_object_carries_the_ownership_labels():
 
 
 def test_machine_configs_are_opt_in():
-    assert machine_config.machine_configs(build_plan(inputs("host-device-infiniband"))) == [
+    built = machine_config.machine_configs(build_plan(inputs("host-device-infiniband")))
+    assert [labelled(obj, "machine-config") for obj in built] == [
         find(objects_of("host-device-infiniband"), "MachineConfig")
     ]
     plan = build_plan({**inputs("host-device-infiniband"), "crio_memlock": False})

@@ -404,12 +404,12 @@ def test_each_method_step_builds_and_waits_for_its_own_groups_only():
     assert {o["kind"] for o in shared} == {"IPoIBNetwork"}
     assert len(shared) == 8  # the h100 rails
     assert all(table.component_of(o) == "sriov-legacy" for o in sriov)
-    assert [s.role for s in table.STEPS if s.name in table.METHOD_STEPS and s.enabled(plan)] == [
+    assert [s.role for s in table.METHOD_STEPS.values() if s.enabled(plan)] == [
         "shared_device",
         "sriov_legacy",
     ]
     resources = {
-        name: [g["path"] for g in table.step(name).gates(plan, {}) if g["kind"] == "Node"]
+        name: [g["path"] for g in table.step(name).gates(plan, {}, []) if g["kind"] == "Node"]
         for name in ("shared-device", "sriov-legacy")
     }
     assert resources["sriov-legacy"] == [
@@ -437,42 +437,36 @@ def test_switching_every_group_off_a_method_removes_its_objects():
 
 # -- the action ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("variable", "key", "value", "expected"),
+    ("step", "key", "value", "expected"),
     [
+        ("nfd", "min_nodes", 0, "nfd_min_nodes: got 0; expected a whole number of 1 or more"),
+        ("nfd", "min_nodes", "two", "nfd_min_nodes: got 'two'; expected a whole number"),
+        ("nfd", "min_nodes", "1.5", "nfd_min_nodes: got '1.5'; expected a whole number"),
+        ("nfd", "min_nodes", True, "nfd_min_nodes: got True; expected a whole number"),
         (
-            "nfd_min_nodes",
-            "min_nodes",
-            0,
-            "nfd_min_nodes: got 0; expected a whole number of 1 or more",
-        ),
-        ("nfd_min_nodes", "min_nodes", "two", "nfd_min_nodes: got 'two'; expected a whole number"),
-        ("nfd_min_nodes", "min_nodes", "1.5", "nfd_min_nodes: got '1.5'; expected a whole number"),
-        ("nfd_min_nodes", "min_nodes", True, "nfd_min_nodes: got True; expected a whole number"),
-        (
-            "network_operator_ready_stable_seconds",
+            "network-operator",
             "stable_seconds",
             -1,
-            "network_operator_ready_stable_seconds: got -1; expected a number of seconds "
-            "of 0 or more",
+            "network_operator_ready_stable_seconds: got -1; expected a number of 0 or more",
         ),
         (
-            "gpu_operator_ready_timeout",
+            "gpu-operator",
             "ready_timeout",
             "soon",
             "gpu_operator_ready_timeout: got 'soon'; expected a whole number of 1 or more",
         ),
     ],
 )
-def test_a_bad_role_setting_is_named(variable, key, value, expected):
+def test_a_bad_role_setting_is_named(step, key, value, expected):
     with pytest.raises(SettingError) as error:
-        check_setting(variable, key, value)
+        check_setting(table.step(step).setting(key), value)
     assert str(error.value).startswith(expected)
 
 
 def test_role_settings_arrive_as_numbers_whatever_their_form():
-    assert check_setting("nfd_min_nodes", "min_nodes", "3") == 3
-    assert check_setting("x", "stable_seconds", "2.5") == 2.5
-    assert check_setting("x", "ready_timeout", 600) == 600
+    assert check_setting(table.step("nfd").setting("min_nodes"), "3") == 3
+    assert check_setting(table.step("gpu-operator").setting("stable_seconds"), "2.5") == 2.5
+    assert check_setting(table.step("gpu-operator").setting("ready_timeout"), 600) == 600
 
 
 def action(args: dict) -> ActionModule:
@@ -484,18 +478,47 @@ def action(args: dict) -> ActionModule:
     return found
 
 
-def test_the_action_gives_the_module_the_role_settings_with_the_roles_defaults():
+def test_the_action_gives_the_module_the_role_settings_set_and_the_engine_the_declared_rest():
     plan = build_plan(inputs("shared-device-roce"))
     step = action({"name": "all"})
     with mock.patch.object(step, "_execute_module", return_value={"changed": False}) as execute:
         step.run(task_vars={"gpudirect_rdma_plan": plan, "nfd_min_nodes": "2"})
     sent = execute.call_args.kwargs["module_args"]
     assert sent["plan"] == plan
-    assert sent["settings"]["nfd"] == {"install_timeout": 900, "ready_timeout": 600, "min_nodes": 2}
-    assert sent["settings"]["shared-device"] == {"ready_timeout": 1800}
-    assert sent["settings"]["sriov-legacy"] == {"ready_timeout": 1800}
-    assert sent["settings"]["network-operator"]["stable_seconds"] == 0
+    assert sent["name"] == "all" and "role" not in sent
+    assert sent["settings"]["nfd"] == {"min_nodes": 2}
+    assert sent["settings"]["shared-device"] == {}
     assert sent["take_over"] is False
+    engine = Engine(None, plan, settings=sent["settings"])
+    assert engine._settings(table.step("nfd")) == {
+        "install_timeout": 900,
+        "ready_timeout": 600,
+        "min_nodes": 2,
+    }
+    assert engine._settings(table.step("sriov-legacy")) == {"ready_timeout": 1800}
+    assert engine._settings(table.step("network-operator"))["stable_seconds"] == 0
+
+
+def test_a_role_runs_its_steps_and_a_task_names_a_role_or_a_step():
+    plan = build_plan(inputs("shared-device-roce"))
+    step = action({"role": "network_operator"})
+    with mock.patch.object(step, "_execute_module", return_value={"changed": False}) as execute:
+        step.run(task_vars={"gpudirect_rdma_plan": plan, "network_operator_ready_timeout": 60})
+    sent = execute.call_args.kwargs["module_args"]
+    assert sent["role"] == "network_operator" and "name" not in sent
+    assert sent["settings"] == {
+        "network-operator": {"ready_timeout": 60},
+        "nic-node-policies": {"ready_timeout": 60},
+    }
+    assert table.selected(role="network_operator") == ["network-operator", "nic-node-policies"]
+    for args, expected in (
+        ({"role": "gpu"}, "role: got 'gpu'; expected one of nfd, sriov_network_operator"),
+        ({"name": "gpu"}, "name: got 'gpu'; expected all or one of nfd, "),
+        ({}, "name, role: got name None and role None; expected one of them"),
+        ({"name": "nfd", "role": "nfd"}, "name, role: got name 'nfd' and role 'nfd'"),
+    ):
+        result = action(args).run(task_vars={"gpudirect_rdma_plan": plan})
+        assert result["failed"] and result["msg"].startswith(expected), result["msg"]
 
 
 def test_a_pull_secret_needs_its_login():

@@ -10,7 +10,6 @@ import copy
 
 import pytest
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils import gates as gate_options
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nic_configuration
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import Engine
@@ -374,7 +373,7 @@ def maintenance(node_name: str, reason: str | None) -> dict:
 
 
 def the_gate(plan: dict):
-    (options,) = gate_options.nic_configuration_gates(plan)
+    (options,) = table.step("nic-configuration").gates(plan, {}, [])
     return to_gate(options)
 
 
@@ -527,7 +526,7 @@ def test_off_the_steps_have_no_role_and_turning_it_off_removes_the_templates():
     assert on["warnings"] == []
     step = table.step("nic-configuration")
     assert step.enabled(on) and not step.enabled(off)
-    assert table.step("maintenance-operator").objects(off) == []
+    assert table.objects(table.step("maintenance-operator"), off) == []
     # Check mode over a cluster that still has the collection's template: it would go.
     (template,) = templates(on)
     template["metadata"]["managedFields"] = [{"manager": "gpudirect.rdma", "operation": "Apply"}]

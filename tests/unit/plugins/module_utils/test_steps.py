@@ -1,6 +1,6 @@
-"""The step table (module_utils/steps.py) and the gates of its steps (module_utils/gates.py):
-every step's facts in one entry, in one order, that the engine, render, uninstall and
-diagnostics read."""
+"""The step table (module_utils/steps/) and the gates of its steps: every step's facts in its
+own file, in one order (tests/unit/test_step_table.py states it), that the engine, render,
+uninstall and diagnostics read."""
 
 from __future__ import annotations
 
@@ -20,27 +20,10 @@ from tests.unit.inventories import NAMES, inputs
 ROLES = Path(__file__).resolve().parents[4] / "roles"
 
 
-def gates(plan: dict, name: str, **settings) -> list[dict]:
-    return table.step(name).gates(plan, settings)
-
-
-def test_the_steps_in_order():
-    assert table.NAMES == (
-        "nfd",
-        "sriov-network-operator",
-        "maintenance-operator",
-        "network-operator",
-        "nic-node-policies",
-        "machine-config",
-        "nic-configuration",
-        "gpu-operator",
-        "shared-device",
-        "host-device",
-        "sriov-legacy",
-    )
-    # The GPU driver comes after the network driver it builds on, and after the MachineConfigs
-    # that reboot the pool; the RDMA methods last.
-    assert [s.wave for s in table.STEPS] == sorted(s.wave for s in table.STEPS)
+def gates(plan: dict, name: str, removed: tuple[str, ...] = (), **settings) -> list[dict]:
+    """A step's gates after an apply that deleted the MachineConfigs named removed."""
+    results = [{"action": "deleted", "kind": "MachineConfig", "name": n} for n in removed]
+    return table.step(name).gates(plan, settings, results)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -66,20 +49,30 @@ def test_every_kind_the_collection_creates_is_managed_once():
         assert {(o["apiVersion"], o["kind"]) for o in table.build_objects(plan)} <= set(kinds)
 
 
-def test_each_role_has_the_settings_the_table_names_with_a_default():
+def test_each_role_runs_its_steps_and_declares_their_settings_with_their_defaults():
+    """A role's one task runs the role's steps (the table says which); its defaults and argument
+    specs hold each setting its steps declare, as declared (make docs writes them)."""
+    for role in table.ROLES:
+        defaults = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
+        spec = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
+        options = spec["argument_specs"]["main"]["options"]
+        (task,) = yaml.safe_load((ROLES / role / "tasks" / "main.yml").read_text())
+        assert task["gpudirect.rdma.step"] == {"role": role}
+        for step in table.of_role(role):
+            for setting in step.settings:
+                assert defaults[setting.variable] == setting.default, setting.variable
+                assert options[setting.variable]["default"] == setting.default, setting.variable
+                assert options[setting.variable]["type"] == setting.type, setting.variable
+
+
+def test_a_step_that_waits_prunes_or_discovers_declares_how_long():
     for step in table.STEPS:
-        for role in [step.role]:
-            defaults = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
-            spec = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
-            options = spec["argument_specs"]["main"]["options"]
-            tasks = yaml.safe_load((ROLES / role / "tasks" / "main.yml").read_text())
-            # A role runs its steps in the table's order (network_operator runs two).
-            assert [t["gpudirect.rdma.step"]["name"] for t in tasks] == [
-                s.name for s in table.STEPS if s.role == step.role
-            ], role
-            for variable in step.settings.values():
-                assert variable in defaults, f"{role}: {variable} has no default"
-                assert options[variable]["default"] == defaults[variable], variable
+        plan = build_plan({**inputs("nic-configuration-roce"), "blacklist_irdma": True})
+        waits = step.gates(plan, {}, []) or step.prunes or step.clears or step.discover
+        if waits:
+            assert step.setting("ready_timeout"), step.name
+        if step.operator:
+            assert step.setting("install_timeout"), step.name
 
 
 def test_only_the_machine_configs_the_nic_cluster_policy_the_templates_and_the_method_prune():
@@ -104,7 +97,8 @@ def test_only_the_machine_configs_the_nic_cluster_policy_the_templates_and_the_m
     assert pruning["network-operator"]["kinds"] == [
         {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy"}
     ]
-    assert {name: {k["kind"] for k in pruning[name]["kinds"]} for name in table.METHOD_STEPS} == {
+    methods = [step.name for step in table.METHOD_STEPS.values()]
+    assert {name: {k["kind"] for k in pruning[name]["kinds"]} for name in methods} == {
         "shared-device": {"MacvlanNetwork", "IPoIBNetwork", "IPPool"},
         "host-device": {"HostDeviceNetwork", "IPPool"},
         "sriov-legacy": {"SriovNetwork", "SriovIBNetwork", "SriovNetworkNodePolicy"},
@@ -124,9 +118,7 @@ def test_uninstall_removes_the_machine_configs_only_when_asked():
 @pytest.mark.parametrize("name", NAMES)
 def test_every_gate_says_what_it_waits_for_and_where_to_look(name):
     plan = build_plan(inputs(name))
-    every = [
-        to_gate(g) for s in table.STEPS for g in s.gates(plan, {"removed_machine_configs": []})
-    ]
+    every = [to_gate(g) for s in table.STEPS for g in s.gates(plan, {}, [])]
     assert incomplete_gates(every) is None
     assert all(gate.hint for gate in every)
     assert len({gate.name for gate in every}) == len(every)
@@ -135,7 +127,7 @@ def test_every_gate_says_what_it_waits_for_and_where_to_look(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_the_method_waits_for_each_rail_and_sriov_for_its_node_states(name):
     plan = build_plan(inputs(name))
-    found = [g for method in table.METHOD_STEPS for g in gates(plan, method)]
+    found = [g for step in table.METHOD_STEPS.values() for g in gates(plan, step.name)]
     resources = [
         g["path"].removeprefix('status.allocatable."').removesuffix('"')
         for g in found
@@ -159,7 +151,7 @@ def test_the_pool_renders_the_plans_machine_configs_and_none_removed():
     plan = build_plan(inputs("sriov-legacy-roce"))
     names = [o["metadata"]["name"] for o in table.component_objects(plan, "machine-config")]
     assert names, "the example has MachineConfigs"
-    renders, updated = gates(plan, "machine-config", removed_machine_configs=["99-old"])
+    renders, updated = gates(plan, "machine-config", removed=("99-old",))
     assert renders["includes"] == names
     assert renders["excludes"] == ["99-old"]
     assert renders["name"] == updated["name"] == plan["machine_configs"]["role"]
@@ -177,7 +169,7 @@ def test_no_machine_config_and_none_removed_means_no_pool_gate():
     )
     assert table.component_objects(plan, "machine-config") == []
     assert gates(plan, "machine-config") == []
-    removed = gates(plan, "machine-config", removed_machine_configs=["99-old"])
+    removed = gates(plan, "machine-config", removed=("99-old",))
     assert removed[0]["excludes"] == ["99-old"]
 
 

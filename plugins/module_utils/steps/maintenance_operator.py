@@ -1,0 +1,42 @@
+"""The NVIDIA Maintenance Operator (opt-in, with gpudirect_rdma_nic_configuration): it drains
+and reboots the nodes whose NIC firmware changes, within the inventory's budgets (its `default`
+MaintenanceOperatorConfig)."""
+
+from __future__ import annotations
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nic_configuration
+
+from .base import EVERYWHERE, Operator, Step, install_timeout
+
+OPERATOR = Operator(
+    key="maintenance_operator",
+    namespace="nvidia-maintenance-operator",
+    package="nvidia-maintenance-operator",
+    operator_group="nvidia-maintenance-operator",
+    subscription="nvidia-maintenance-operator",
+    channel="stable",
+    source="certified-operators",
+    # The CSV of the 26.4 line, which Network Operator 26.4.x pairs with.
+    default_csv="nvidia-maintenance-operator.v26.4.0",
+    opt_in="nic_configuration",
+)
+
+STEP = Step(
+    name="maintenance-operator",
+    title="NVIDIA Maintenance Operator (opt-in: gpudirect_rdma_nic_configuration)",
+    role="maintenance_operator",
+    operator=OPERATOR,
+    operand=lambda plan, csv: nic_configuration.maintenance_operator_config(plan),
+    kinds=((nic_configuration.MAINTENANCE_API_VERSION, "MaintenanceOperatorConfig"),),
+    settings=(install_timeout("maintenance_operator"),),
+    # Before the Network Operator, whose DOCA driver upgrades and NIC configuration daemon ask
+    # it for maintenance.
+    wave=1,
+    # Anybody's config (only `default` is honoured), and the maintenances that drain the nodes.
+    diagnostics=(
+        (nic_configuration.MAINTENANCE_API_VERSION, "MaintenanceOperatorConfig", EVERYWHERE),
+        (nic_configuration.MAINTENANCE_API_VERSION, "NodeMaintenance", EVERYWHERE),
+    ),
+    enabled=nic_configuration.enabled,
+    uses_installed=True,
+)

@@ -1,0 +1,51 @@
+"""The node groups' NicNodePolicies (the node NIC policy model: several node groups, or
+gpudirect_rdma_nic_policy_model node): each group's DOCA driver and device plugin, applied once
+the NicClusterPolicy is ready, as NVIDIA orders them. Nothing with the cluster model."""
+
+from __future__ import annotations
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils import gates as gate
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import network_operator
+
+from .base import Step
+from .network_operator import OPERATOR, READY_TIMEOUT, STABLE_SECONDS
+
+
+def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
+    """Each node group's NicNodePolicy reports status.state ready (none with the cluster model)."""
+    namespace = plan["operators"][OPERATOR.key]["namespace"]
+    found = []
+    for policy in network_operator.nic_node_policies(plan):
+        name = policy["metadata"]["name"]
+        ready = gate.policy_ready(
+            f"NicNodePolicy {name} ready",
+            policy["apiVersion"],
+            "NicNodePolicy",
+            name,
+            f"oc get nicnodepolicy {name} -o yaml (status.appliedStates, status.reason); "
+            f"oc -n {namespace} get pods -o wide",
+        )
+        # What the message shows of a policy not ready: its reason (an overlap, say) and the
+        # first of its states (state-OFED, state-RDMA-device-plugin, ...) that is not ready.
+        ready["detail"] = (
+            "{reason: status.reason, "
+            "state: status.appliedStates[?state!='ready' && state!='ignore'] | [0]}"
+        )
+        ready["fail_on"] = ["error"]
+        found.append(ready)
+    return found
+
+
+STEP = Step(
+    name="nic-node-policies",
+    title="NicNodePolicies (the node groups' DOCA driver and device plugins)",
+    role="network_operator",
+    operator=None,
+    operand=lambda plan, csv: network_operator.nic_node_policies(plan),
+    kinds=((network_operator.API_VERSION, "NicNodePolicy"),),
+    gates=gates,
+    settings=(READY_TIMEOUT, STABLE_SECONDS),
+    # After the NicClusterPolicy's wave, beside the MachineConfigs' (neither needs the other),
+    # before the GPU Operator's driver.
+    wave=3,
+)
