@@ -8,6 +8,8 @@ gives the module:
   (steps.base.Setting): the variable when set, else its declared default (which
   roles/<role>/defaults/main.yml repeats, written from it by make docs); bad values fail here,
   naming the variable;
+- the preflight verdict of the run so far (gpudirect_rdma_preflight), so that the cluster is
+  judged once a run; the module's new verdict is set back as that fact;
 - gpudirect_rdma_take_over, and the registry login gpudirect_rdma_image_registry_username and
   _password when the plan has a pull Secret;
 - the connection options given to the task (or by module_defaults), else those of the
@@ -29,6 +31,8 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import (
 )
 
 MODULE = "gpudirect.rdma.step"
+# The run's preflight verdict: set by each step task, read by the next.
+PREFLIGHT_FACT = "gpudirect_rdma_preflight"
 TYPES = {"int": int, "float": float}
 
 
@@ -92,6 +96,7 @@ class ActionModule(ModuleAction):
             "take_over": args.get(
                 "take_over", self._var(task_vars, "gpudirect_rdma_take_over", False)
             ),
+            "preflight": args.get("preflight", self._var(task_vars, PREFLIGHT_FACT)),
         }
         if plan.get("image_registry_secret") and "registry_login" not in args:
             login = {
@@ -112,4 +117,6 @@ class ActionModule(ModuleAction):
         ran = self._run_module(MODULE, options, task_vars)
         # The module's result without its arguments (the whole plan and the login).
         result.update({key: value for key, value in ran.items() if key != "invocation"})
+        if ran.get("preflight"):
+            result["ansible_facts"] = {PREFLIGHT_FACT: ran["preflight"]}
         return result

@@ -19,13 +19,20 @@ description:
     releases support (warning otherwise), and C(gpudirect_rdma_openshift_version) matches it."
   - "C(olm), C(catalogs): OLM is served; the Subscriptions' CatalogSources exist (error) and are
     READY (warning)."
-  - "C(nodes), C(irdma): once NFD has labelled nodes, nodes match the node selector (NVIDIA NICs)
-    and carry NVIDIA GPUs; fewer than two is a warning (the bandwidth test needs two); Intel NICs
-    without the irdma blacklist are a warning."
-  - "C(interfaces): from SriovNetworkNodeStates (or NicDevices), every configured interface exists
-    on every selected node, its link type matches the fabric, and it supports the VFs asked for."
+  - "C(nodes), C(node-groups): once NFD has labelled nodes, each node group's selector matches
+    nodes with NVIDIA NICs that carry NVIDIA GPUs; fewer than two is a warning (the bandwidth test
+    needs two); a node two groups select is an error."
+  - "C(irdma): Intel NICs on the groups' nodes without the irdma blacklist are a warning."
+  - "C(interfaces): from SriovNetworkNodeStates (or NicDevices), every group's interfaces exist
+    on every node it selects, their link type matches the group's fabric, and they support the
+    VFs asked for (warnings where the NIC configuration sets them)."
   - "C(ownership): no object of the plan exists without the collection's label (error, or a
-    warning with O(take_over)); no ClusterPolicy other than the collection's."
+    warning with O(take_over)); no other OperatorGroup in an operator's namespace."
+  - "C(cluster-policy): no ClusterPolicy other than the collection's (the GPU Operator honours
+    one)."
+  - "C(nic-policies): no NicNodePolicy of somebody else holds a section the NicClusterPolicy plans
+    or selects a group's node; a change of the NIC policy model says what moves and which nodes'
+    DOCA driver reloads."
   - "C(method), C(infiniband-vfs): objects of another RDMA method created by the collection are
     listed (they will be removed); objects of others on the configured interfaces are an error
     (a warning with O(take_over); they are never removed); foreign InfiniBand SR-IOV policies
@@ -34,6 +41,11 @@ description:
     method are never mixed (error)."
   - "C(machine-configs), C(single-node): the MachineConfigPool of the role exists and has machines;
     single-node OpenShift limits are warnings."
+  - "With the NIC configuration opt-in, C(nic-configuration): every NIC type of a group is on its
+    nodes, and no template of somebody else selects the same devices; C(maintenance-operator): a
+    Maintenance Operator somebody else installed is used (warning)."
+  - Each step declares its checks and what they read (C(plugins/module_utils/steps/)); the
+    cluster is read once for all of them.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 attributes:
@@ -152,7 +164,7 @@ def run(module):
     else:
         with failing_clearly(module, cluster):
             try:
-                findings = judge(cluster, plan, objects, take_over, cluster.server)
+                findings, _verdict = judge(cluster, plan, objects, take_over, cluster.server)
             except DynamicApiError as error:
                 module.fail_json(
                     msg=f"preflight could not read the cluster: {error.status} {error.reason}: "

@@ -27,8 +27,9 @@ description:
     a method's RDMA networks and SR-IOV node policies); then waits until its gates
     are met (NFD labels, NicClusterPolicy ready, MachineConfigPool updated, ClusterPolicy
     ready, node resources and networks).
-  - Before the first write, runs the preflight checks of M(gpudirect.rdma.preflight) for the
-    objects of the steps asked for; an error fails the task and nothing is written.
+  - Before the first write, runs the preflight checks of M(gpudirect.rdma.preflight) for every
+    object of the plan (the cluster read once for all of them; with O(preflight), only the checks
+    an earlier run left skipped); an error fails the task and nothing is written.
   - In check mode nothing is written; objects that would change are applied with a server-side
     dry run, so the API server judges them against their schemas and admission, and the gates
     are read once. RV(converged) then says whether the cluster already is as planned; that is
@@ -77,6 +78,13 @@ options:
     description: Replace the content of same-named objects the collection did not create.
     type: bool
     default: false
+  preflight:
+    description:
+      - An earlier run's preflight verdict (RV(preflight)) for the same plan; the action plugin
+        gives C(gpudirect_rdma_preflight), which the step task of C(site.yml)'s check and of each
+        role sets. Only the checks it left skipped (waiting for an operator, for NFD's labels)
+        are judged, reading only what they read; without it, or for another plan, every check.
+    type: dict
   registry_login:
     description: The mirror registry's login, when the plan has a pull Secret.
     type: dict
@@ -129,6 +137,13 @@ findings:
   returned: always
   type: list
   elements: dict
+preflight:
+  description:
+    - The preflight verdict of the run, for the next (O(preflight)); the action plugin also sets
+      it as the fact C(gpudirect_rdma_preflight).
+    - C(plan), the plan it holds for (a digest); C(pending), the checks still skipped.
+  returned: always
+  type: dict
 summary:
   description: The preflight findings, one line each, errors first.
   returned: always
@@ -165,6 +180,7 @@ OPTIONS = {
     "plan": {"type": "dict", "required": True},
     "settings": {"type": "dict", "default": {}},
     "take_over": {"type": "bool", "default": False},
+    "preflight": {"type": "dict"},
     "registry_login": {
         "type": "dict",
         "options": {
@@ -231,6 +247,7 @@ def body(module, cluster, done) -> dict:
         take_over=params["take_over"],
         settings=params["settings"],
         login=params["registry_login"],
+        decided=params["preflight"],
     )
     done["steps"] = engine.steps
     done["results"] = engine.applier.results
@@ -245,6 +262,7 @@ def body(module, cluster, done) -> dict:
         "work": work,
         "steps": engine.steps,
         "findings": engine.findings,
+        "preflight": engine.verdict,
         "summary": summary(engine.findings),
         # A role that runs several steps (network_operator) is named once, at its first.
         "roles": roles(engine, names),

@@ -156,7 +156,10 @@ class Recorder:
             return None
         if kind in self.appear_when_applied and (kind, namespace, name) not in self.applied:
             return None
-        return make(name, namespace)
+        found = make(name, namespace)
+        # As the API server answers: the object with its name (and namespace).
+        metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+        return {**found, "metadata": {**metadata, **(found.get("metadata") or {})}}
 
     def list(self, api_version, kind, namespace=None, label_selector=None):
         self.note("list", api_version, kind, namespace)

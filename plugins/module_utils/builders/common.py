@@ -27,6 +27,17 @@ def ownership(component: str | None = None) -> dict:
     return {MANAGED_BY_LABEL: MANAGED_BY, **({COMPONENT_LABEL: component} if component else {})}
 
 
+def owned_by_collection(obj: dict) -> bool:
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+def identity(obj: dict) -> str:
+    """An object as messages name it: its kind, namespace and name."""
+    metadata = obj.get("metadata") or {}
+    where = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
+    return f"{obj.get('kind')} {where}{metadata.get('name')}"
+
+
 def new_object(
     api_version: str,
     kind: str,

@@ -6,7 +6,10 @@ the inventory may override (plan["operators"][<key>])."""
 
 from __future__ import annotations
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import new_object
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    new_object,
+    owned_by_collection,
+)
 
 
 def namespace(plan: dict, operator) -> dict:
@@ -58,3 +61,17 @@ def operator_objects(plan: dict, operator) -> list[dict]:
     """Namespace, OperatorGroup and Subscription of one operator (steps.base.Operator), in apply
     order."""
     return [namespace(plan, operator), operator_group(plan, operator), subscription(plan, operator)]
+
+
+def subscription_elsewhere(subscriptions: list[dict], package: str) -> str | None:
+    """A Subscription to the package that the collection did not create, in any namespace
+    (somebody installed the operator already): what it is, or None."""
+    for found in subscriptions:
+        if (found.get("spec") or {}).get("name") != package or owned_by_collection(found):
+            continue
+        metadata = found["metadata"]
+        csv = (found.get("status") or {}).get("installedCSV")
+        return f"Subscription {metadata.get('namespace')}/{metadata['name']}" + (
+            f" (CSV {csv})" if csv else ""
+        )
+    return None

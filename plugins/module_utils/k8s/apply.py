@@ -18,6 +18,8 @@ import time
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    identity,
+    owned_by_collection,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     FIELD_MANAGER,
@@ -32,16 +34,6 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import pol
 ADOPTED_KINDS = ("Namespace",)
 ADOPTED_ANNOTATION = "gpudirect.rdma/adopted"
 _VOLATILE_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
-
-
-def identity(obj: dict) -> str:
-    metadata = obj.get("metadata") or {}
-    where = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
-    return f"{obj.get('kind')} {where}{metadata.get('name')}"
-
-
-def owned_by_collection(obj: dict) -> bool:
-    return ((obj.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
 
 
 def deleting(live: dict | None) -> bool:

@@ -3,8 +3,9 @@
 For each step, in the table's order: install its operator through OLM (olm.py) and take its
 Succeeded CSV, build its operand (on that CSV where the step needs one), apply it (apply.py),
 remove what the plan no longer has of its kinds, and wait on its gates (wait.py). Before the
-first write, the preflight checks (preflight.py) judge the cluster against the plan and the
-objects of the steps asked for: an error stops everything there.
+first write, the preflight checks (preflight.py) judge the cluster against the plan and every
+object it applies: an error stops everything there. Given an earlier run's verdict for the same
+plan, only the checks it left skipped are judged again.
 
 Check mode runs the same code without writing: OLM is read, objects are dry-run applied on the
 API server (which judges them against their schemas), gates are read once instead of waited on.
@@ -69,6 +70,7 @@ class Engine:
         settings: dict | None = None,
         login: dict | None = None,
         sleep=time.sleep,
+        decided: dict | None = None,
     ):
         self.cluster = cluster
         self.reads = Reads(cluster)
@@ -79,16 +81,22 @@ class Engine:
         self.login = login
         self.sleep = sleep
         self.applier = Applier(self.reads, check_mode, take_over)
+        # An earlier run's preflight verdict for this plan (preflight.verdict): only the checks
+        # it left skipped are judged again.
+        self.decided = decided
+        self.verdict: dict | None = None
         self.findings: list[dict] = []
         self.steps: list[dict] = []
         self.work: list[str] = []
 
     # -- before the first write ---------------------------------------------------------------
-    def check(self, names: list[str]) -> list[dict]:
-        """The preflight findings for these steps; PreflightFailed on an error."""
-        objects = [o for name in names for o in self._objects(table.step(name), None)]
-        self.findings = preflight.judge(
-            self.reads, self.plan, objects, self.take_over, self.cluster.server
+    def check(self) -> list[dict]:
+        """The preflight findings of the plan (every object it applies, whichever steps this run
+        asks for, so that no step starts what a later one could not finish); PreflightFailed on
+        an error. With an earlier verdict, only the checks it left skipped."""
+        objects = [o for step in table.STEPS for o in self._objects(step, None)]
+        self.findings, self.verdict = preflight.judge(
+            self.reads, self.plan, objects, self.take_over, self.cluster.server, self.decided
         )
         if any(f["severity"] == "error" for f in self.findings):
             raise PreflightFailed(self.findings)
@@ -96,7 +104,7 @@ class Engine:
 
     # -- the steps ----------------------------------------------------------------------------
     def run(self, names: list[str]) -> None:
-        self.check(names)
+        self.check()
         for name in names:
             self._run_step(table.step(name))
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.olm import (
+    subscription_elsewhere,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     contains,
     identity,
@@ -239,6 +242,7 @@ def installed_elsewhere(cluster, settings: dict) -> str | None:
         subscriptions = cluster.list(OLM, "Subscription")
     except NotServed:
         return None
+    return subscription_elsewhere(subscriptions, settings["package"])
     for found in subscriptions:
         if (found.get("spec") or {}).get("name") != settings["package"] or owned_by_collection(
             found

@@ -124,6 +124,8 @@ class Step:
     reset: tuple[dict, Callable[[dict], list[dict]]] | None = None
     # The RDMA method (gpudirect_rdma_method) whose node groups the step configures, if any.
     method: str | None = None
+    # Its preflight checks (steps.checks.Check): what each reads and judges, before any write.
+    preflight: tuple = ()
 
     @property
     def component(self) -> str:

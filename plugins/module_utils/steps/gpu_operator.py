@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import gates as gate
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import gpu
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import identity
 
 from .base import EVERYWHERE, Operator, Setting, Step, install_timeout, stable_seconds
+from .checks import Check, Facts, Read, finding
 
 API_VERSION = "nvidia.com/v1"
 OPERATOR = Operator(
@@ -25,6 +27,26 @@ def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
     namespace = plan["operators"][OPERATOR.key]["namespace"]
     hint = f"oc get clusterpolicy {gpu.NAME} -o yaml; oc -n {namespace} get pods"
     return [gate.policy_ready("ClusterPolicy ready", API_VERSION, "ClusterPolicy", gpu.NAME, hint)]
+
+
+def check_cluster_policy(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list:
+    """Another ClusterPolicy than the one the step applies: the GPU Operator honours one."""
+    planned = {identity(o) for o in objects if o["kind"] == "ClusterPolicy"}
+    if not planned:
+        return []
+    found = []
+    for policy in facts.all(API_VERSION, "ClusterPolicy"):
+        if identity(policy) not in planned:
+            found.append(
+                finding(
+                    "cluster-policy",
+                    "error",
+                    f"{identity(policy)} exists: the GPU Operator honours one ClusterPolicy, and "
+                    "this one is not the collection's. Remove it (oc delete clusterpolicy "
+                    f"{policy['metadata']['name']}) before running site.yml",
+                )
+            )
+    return found
 
 
 STEP = Step(
@@ -49,4 +71,11 @@ STEP = Step(
     wave=4,
     # Anybody's: the GPU Operator honours one ClusterPolicy.
     diagnostics=((API_VERSION, "ClusterPolicy", EVERYWHERE),),
+    preflight=(
+        Check(
+            "cluster-policy",
+            check_cluster_policy,
+            lambda plan: (Read(API_VERSION, "ClusterPolicy"),),
+        ),
+    ),
 )

@@ -6,10 +6,99 @@ from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import gates as gate
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import machine_config
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import group_plans
 
 from .base import EVERYWHERE, Setting, Step, deleted
+from .checks import (
+    NODE_READS,
+    Check,
+    Facts,
+    Read,
+    finding,
+    matching,
+    methods,
+    nfd_labelled,
+    which,
+)
 
 POOL_KIND = (machine_config.API_VERSION, "MachineConfigPool")
+INFRASTRUCTURE = ("config.openshift.io/v1", "Infrastructure")
+CLUSTER_VERSION = ("config.openshift.io/v1", "ClusterVersion")
+INTEL_NIC_LABEL = "feature.node.kubernetes.io/pci-8086.present"
+
+
+def check_irdma(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list[dict]:
+    """Nodes of a group with Intel NICs may load irdma, which the blacklist MachineConfig stops
+    (once NFD has labelled the nodes)."""
+    if plan["machine_configs"]["blacklist_irdma"] or not nfd_labelled(facts):
+        return []
+    found = []
+    for view in group_plans(plan):
+        selected = matching(view["node_selector"], facts.nodes)
+        intel = [n["name"] for n in selected if n["labels"].get(INTEL_NIC_LABEL) == "true"]
+        if intel:
+            found.append(
+                finding(
+                    "irdma",
+                    "warning",
+                    f"{which(view)}nodes with Intel NICs ({', '.join(intel)}) may load irdma, "
+                    "which breaks the DOCA driver reload: set gpudirect_rdma_blacklist_irdma: true",
+                )
+            )
+    return found
+
+
+def check_pool(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list[dict]:
+    """The pool the MachineConfigs go to exists and has machines; single-node OpenShift said
+    with what it means (every reboot takes the API away)."""
+    topology = ((facts.one(*INFRASTRUCTURE, "cluster") or {}).get("status") or {}).get(
+        "controlPlaneTopology"
+    )
+    single = topology == "SingleReplica" or len(facts.nodes) == 1
+    found = []
+    settings = plan["machine_configs"]
+    wanted = (
+        settings["blacklist_irdma"] or settings["crio_memlock"] or settings["persistent_nic_names"]
+    )
+    role = settings["role"]
+    pool = facts.one(*POOL_KIND, role)
+    if wanted and facts.one(*CLUSTER_VERSION, "version") is not None:
+        if pool is None:
+            found.append(
+                finding(
+                    "machine-configs",
+                    "error",
+                    f"gpudirect_rdma_machine_config_role is {role} but there is no "
+                    f"MachineConfigPool {role}",
+                )
+            )
+        elif (pool.get("status") or {}).get("machineCount") == 0:
+            found.append(
+                finding(
+                    "machine-configs",
+                    "error",
+                    f"MachineConfigPool {role} has no machines: the MachineConfigs would reach no "
+                    "node"
+                    + (
+                        " (single-node OpenShift: set gpudirect_rdma_machine_config_role: master)"
+                        if single
+                        else ""
+                    ),
+                )
+            )
+    if single:
+        found.append(
+            finding(
+                "single-node",
+                "warning",
+                "single-node OpenShift: verify.yml needs two nodes, and every MachineConfig"
+                + (" and SR-IOV policy change" if "sriov_legacy" in methods(plan) else "")
+                + " reboots the only node (the API is away meanwhile)",
+            )
+        )
+    if not found:
+        found.append(finding("single-node", "ok", f"{len(facts.nodes)} nodes"))
+    return found
 
 
 def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
@@ -51,4 +140,17 @@ STEP = Step(
     namespaces=lambda plan: ["openshift-machine-config-operator"],
     diagnostics=((*POOL_KIND, EVERYWHERE),),
     uninstall_gates=rolled_out,
+    preflight=(
+        Check("irdma", check_irdma, lambda plan: NODE_READS),
+        Check(
+            "machine-configs",
+            check_pool,
+            lambda plan: (
+                *NODE_READS,
+                Read(*INFRASTRUCTURE, "cluster"),
+                Read(*CLUSTER_VERSION, "version"),
+                Read(*POOL_KIND, plan["machine_configs"]["role"]),
+            ),
+        ),
+    ),
 )

@@ -5,8 +5,12 @@ MaintenanceOperatorConfig)."""
 from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nic_configuration
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.olm import (
+    subscription_elsewhere,
+)
 
 from .base import EVERYWHERE, Operator, Step, install_timeout
+from .checks import Check, Facts, Read, finding
 
 OPERATOR = Operator(
     key="maintenance_operator",
@@ -20,6 +24,27 @@ OPERATOR = Operator(
     default_csv="nvidia-maintenance-operator.v26.4.0",
     opt_in="nic_configuration",
 )
+
+SUBSCRIPTION = ("operators.coreos.com/v1alpha1", "Subscription")
+
+
+def check_installed_elsewhere(plan: dict, objects: list, facts: Facts, take_over: bool) -> list:
+    """A Maintenance Operator somebody else installed is used, with its own budgets."""
+    elsewhere = subscription_elsewhere(
+        facts.all(*SUBSCRIPTION), plan["operators"][OPERATOR.key]["package"]
+    )
+    if not elsewhere:
+        return []
+    return [
+        finding(
+            "maintenance-operator",
+            "warning",
+            f"the NVIDIA Maintenance Operator of {elsewhere} was installed by somebody else: it "
+            "is used, not replaced, and its own MaintenanceOperatorConfig's budgets apply "
+            "(gpudirect_rdma_maintenance_* are not written)",
+        )
+    ]
+
 
 STEP = Step(
     name="maintenance-operator",
@@ -39,4 +64,11 @@ STEP = Step(
     ),
     enabled=nic_configuration.enabled,
     uses_installed=True,
+    preflight=(
+        Check(
+            "maintenance-operator",
+            check_installed_elsewhere,
+            lambda plan: (Read(*SUBSCRIPTION),),
+        ),
+    ),
 )

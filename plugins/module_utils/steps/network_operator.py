@@ -10,8 +10,12 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
     network_operator,
     nic_configuration,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    owned_by_collection,
+)
 
 from .base import EVERYWHERE, Operator, Setting, Step, install_timeout, stable_seconds
+from .checks import NODE_READS, Check, Facts, Read, finding, matching
 
 # The mirror registry's pull Secret, made from gpudirect_rdma_image_registry_username/_password.
 # It is read by its name, never by listing Secrets: rbac/ grants this one name only.
@@ -57,6 +61,128 @@ def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
     ]
 
 
+def _sections(obj: dict | None) -> list[str]:
+    """The sections of a NIC policy that only one kind may hold, in the operator's order."""
+    spec = (obj or {}).get("spec") or {}
+    return [s for s in network_operator.NODE_SECTIONS if spec.get(s) is not None]
+
+
+def _nodes_of(policy: dict, facts: Facts) -> list[str]:
+    selector = (policy.get("spec") or {}).get("nodeSelector") or {}
+    return [n["name"] for n in matching(selector, facts.nodes)]
+
+
+def _names(kind: str, policies: list[dict]) -> str:
+    names = ", ".join(p["metadata"]["name"] for p in policies)
+    return f"{kind}{'ies' if len(policies) > 1 else 'y'} {names}"
+
+
+def check_nic_policies(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list:
+    """The Network Operator's two webhook rules judged before any write (a section in both
+    kinds, a node under two NicNodePolicies), against policies that are not the collection's;
+    and a change of the policy model said with what it disrupts."""
+    cluster = next((o for o in objects if o["kind"] == "NicClusterPolicy"), None)
+    planned = [o for o in objects if o["kind"] == "NicNodePolicy"]
+    if cluster is None and not planned:
+        return []
+    names = {p["metadata"]["name"] for p in planned}
+    foreign = [
+        p
+        for p in facts.all(network_operator.API_VERSION, "NicNodePolicy")
+        if not owned_by_collection(p)
+    ]
+    found = []
+    for policy in foreign:
+        both = [s for s in _sections(policy) if s in _sections(cluster)]
+        if both:
+            found.append(
+                finding(
+                    "nic-policies",
+                    "error",
+                    f"NicNodePolicy {policy['metadata']['name']} (not the collection's) defines "
+                    f"{', '.join(both)}, which the planned NicClusterPolicy defines too: the "
+                    "Network Operator refuses a section in both kinds. Set "
+                    "gpudirect_rdma_nic_policy_model: node, or remove that NicNodePolicy",
+                )
+            )
+        for mine in planned:
+            shared = sorted(set(_nodes_of(policy, facts)) & set(_nodes_of(mine, facts)))
+            if shared:
+                found.append(
+                    finding(
+                        "nic-policies",
+                        "error",
+                        f"node {shared[0]} would be selected by NicNodePolicy "
+                        f"{policy['metadata']['name']} (not the collection's) and by the "
+                        f"planned {mine['metadata']['name']}: the Network Operator refuses two "
+                        "NicNodePolicies on one node. Narrow the node group's node_selector, "
+                        "or remove that NicNodePolicy",
+                    )
+                )
+    live = facts.one(network_operator.API_VERSION, "NicClusterPolicy", network_operator.NAME)
+    if cluster is None and live is not None and not owned_by_collection(live):
+        both = [s for s in _sections(live) if any(s in _sections(p) for p in planned)]
+        if both:
+            found.append(
+                finding(
+                    "nic-policies",
+                    "error",
+                    f"NicClusterPolicy {network_operator.NAME} (not the collection's) defines "
+                    f"{', '.join(both)}, which the planned NicNodePolicies define too: the Network "
+                    "Operator refuses a section in both kinds. Remove those sections from it (or "
+                    "the policy), or set gpudirect_rdma_nic_policy_model: cluster",
+                )
+            )
+    found += _model_switch(cluster, planned, names, facts)
+    if not found:
+        found.append(finding("nic-policies", "ok", "no section or node has two NIC policies"))
+    return found
+
+
+def _model_switch(cluster: dict | None, planned: list[dict], names: set, facts: Facts) -> list:
+    live = facts.one(network_operator.API_VERSION, "NicClusterPolicy", network_operator.NAME)
+    held = _sections(live) if live is not None and owned_by_collection(live) else []
+    given_up = [s for s in held if s not in _sections(cluster)]
+    taken = [s for s in _sections(cluster) if s not in held]
+    leaving = [
+        p
+        for p in facts.all(network_operator.API_VERSION, "NicNodePolicy")
+        if owned_by_collection(p) and p["metadata"]["name"] not in names
+    ]
+    if given_up and planned:
+        nodes = {n for p in planned for n in _nodes_of(p, facts)}
+        moved = given_up
+        first = (
+            f"gives up {', '.join(given_up)}"
+            if cluster is not None
+            else "is deleted (nothing cluster-wide is left for it)"
+        )
+        message = (
+            f"NIC policy model cluster to node: NicClusterPolicy {network_operator.NAME} "
+            f"{first} first, then {_names('NicNodePolic', planned)} "
+            f"take{'s' if len(planned) == 1 else ''} {', '.join(given_up)}"
+        )
+    elif leaving and taken:
+        nodes = {n for p in leaving for n in _nodes_of(p, facts)}
+        moved = taken
+        message = (
+            f"NIC policy model node to cluster: {_names('NicNodePolic', leaving)} "
+            f"{'is' if len(leaving) == 1 else 'are'} deleted first, then NicClusterPolicy "
+            f"{network_operator.NAME} takes {', '.join(taken)}"
+        )
+    else:
+        return []
+    if "ofedDriver" in moved and nodes:
+        message += (
+            f"; the DOCA driver DaemonSet is replaced on {len(nodes)} node(s): the driver "
+            "reloads there, and pods using RDMA devices on them lose those until the new "
+            "device plugins are ready"
+        )
+    elif "ofedDriver" in moved:
+        message += "; no node is selected by the policies that go, so no driver reloads"
+    return [finding("nic-policies", "warning", message)]
+
+
 STEP = Step(
     name="network-operator",
     title="NVIDIA Network Operator",
@@ -74,4 +200,17 @@ STEP = Step(
     # leaves before the NicNodePolicies take its sections.
     prunes=True,
     clears=((network_operator.API_VERSION, "NicNodePolicy"),),
+    # The Network Operator's webhook rules, judged before any write, for this step's
+    # NicClusterPolicy and the next step's NicNodePolicies.
+    preflight=(
+        Check(
+            "nic-policies",
+            check_nic_policies,
+            lambda plan: (
+                *NODE_READS,
+                Read(network_operator.API_VERSION, "NicNodePolicy"),
+                Read(network_operator.API_VERSION, "NicClusterPolicy", network_operator.NAME),
+            ),
+        ),
+    ),
 )

@@ -5,10 +5,33 @@ previous one."""
 
 from __future__ import annotations
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import networks, sriov
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import group_plans
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
+    networks,
+    nic_configuration,
+    sriov,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    COMPONENT_LABEL,
+    group_plans,
+    identity,
+    owned_by_collection,
+)
 
 from .base import Setting, Step
+from .checks import (
+    NIC_READS,
+    NODE_READS,
+    Check,
+    Facts,
+    Read,
+    finding,
+    matching,
+    methods,
+    nfd_labelled,
+    node_nics,
+    variable,
+    which,
+)
 
 IPPOOL = ("nv-ipam.nvidia.com/v1alpha1", "IPPool")
 
@@ -64,6 +87,264 @@ def group_gates(view: dict, several: bool) -> list[dict]:
     return gates
 
 
+def method_steps() -> dict[str, Step]:
+    """The table's method steps by method (imported here, when a check runs: the table imports
+    this module)."""
+    from . import METHOD_STEPS
+
+    return METHOD_STEPS
+
+
+def method_kinds() -> tuple[tuple[str, str], ...]:
+    from . import METHOD_KINDS
+
+    return METHOD_KINDS
+
+
+# -- preflight: what the three steps check together, once ---------------------------------------
+def check_interfaces(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list:
+    """Every group's interfaces exist on its nodes, with its fabric's link type and, for SR-IOV
+    legacy, the VFs it asks for (warnings where the NIC configuration sets them)."""
+    nics = node_nics(facts)
+    return [f for view in group_plans(plan) for f in _group_interfaces(view, facts, nics)]
+
+
+def _group_interfaces(view: dict, facts: Facts, nics) -> list[dict]:
+    wanted = [rail["interface"] for rail in view["rails"]]
+    who = which(view)
+    link = "IB" if view["fabric"] == "infiniband" else "ETH"
+    # The selected nodes once NFD labels them; before that every node. A node state whose node
+    # has left the cluster is the operator's to delete, not a NIC to judge.
+    if nfd_labelled(facts):
+        names = {n["name"] for n in matching(view["node_selector"], facts.nodes)}
+    else:
+        names = {n["name"] for n in facts.nodes} or None
+    found = []
+    if nics:
+        source, reported = nics
+        inventory = {
+            node: interfaces
+            for node, interfaces in reported.items()
+            if names is None or node in names
+        }
+    else:
+        return [
+            finding(
+                "interfaces",
+                "skipped",
+                "no SriovNetworkNodeState or NicDevice reports the nodes' NICs yet: the interfaces "
+                f"{', '.join(wanted)} are checked again once the SR-IOV operator runs",
+            )
+        ]
+    for node, interfaces in sorted(inventory.items()):
+        for name in wanted:
+            nic = interfaces.get(name)
+            if nic is None:
+                found.append(
+                    finding(
+                        "interfaces",
+                        "error",
+                        f"{who}{variable(view, 'interfaces')}: {name} does not exist on node "
+                        f"{node} (its {source} lists "
+                        f"{', '.join(sorted(interfaces)) or 'no interface'})",
+                    )
+                )
+                continue
+            configured = nic_configuration.enabled(view)
+            if nic.get("linkType") and nic["linkType"].upper() != link:
+                if configured:
+                    found.append(
+                        finding(
+                            "interfaces",
+                            "warning",
+                            f"{who}{name} on node {node} has link type {nic['linkType']}: the "
+                            f"NIC configuration sets {link} in its firmware (the node drains and "
+                            "reboots)",
+                        )
+                    )
+                    continue
+                found.append(
+                    finding(
+                        "interfaces",
+                        "error",
+                        f"{who}{name} on node {node} has link type {nic['linkType']}; "
+                        f"{variable(view, 'fabric')} {view['fabric']} needs {link}. Change the "
+                        "fabric, or the port's link type in the NIC firmware (mlxconfig "
+                        "LINK_TYPE_P1)",
+                    )
+                )
+            total = nic.get("totalvfs")
+            vfs = view["sriov"]["num_vfs"]
+            if view["method"] == "sriov_legacy" and total is not None and vfs > total:
+                if configured:
+                    found.append(
+                        finding(
+                            "interfaces",
+                            "warning",
+                            f"{who}{name} on node {node} has {total} VFs in its firmware: the "
+                            f"NIC configuration sets {vfs} (the node drains and reboots)",
+                        )
+                    )
+                    continue
+                found.append(
+                    finding(
+                        "interfaces",
+                        "error",
+                        f"{who}{variable(view, 'sriov_num_vfs')} is {vfs} but {name} on node "
+                        f"{node} supports at most {total} VFs",
+                    )
+                )
+    if not inventory:
+        found.append(finding("interfaces", "skipped", f"no {source} for the selected nodes yet"))
+    if not found:
+        found.append(
+            finding(
+                "interfaces",
+                "ok",
+                f"{who}{', '.join(wanted)} ({link}) found on {len(inventory)} node(s) ({source})",
+            )
+        )
+    return found
+
+
+def _pf(entry: str) -> str:
+    return entry.split("#", 1)[0]
+
+
+def _interfaces_of(obj: dict) -> set[str]:
+    spec = obj.get("spec") or {}
+    if obj["kind"] in ("MacvlanNetwork", "IPoIBNetwork"):
+        return {spec["master"]} if spec.get("master") else set()
+    if obj["kind"] == "SriovNetworkNodePolicy":
+        return {_pf(n) for n in (spec.get("nicSelector") or {}).get("pfNames") or []}
+    return set()
+
+
+def _group_label(group: dict) -> str:
+    return f" of group {group['name']}" if group["name"] else ""
+
+
+def check_methods(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list[dict]:
+    steps = method_steps()
+    current = {steps[method].component for method in methods(plan)}
+    planned = {identity(o) for o in objects}
+    # Every group's interfaces, and whose they are (one group's name may be another's too).
+    wanted: dict[str, list[str]] = {}
+    for group in plan["groups"]:
+        for rail in group["rails"]:
+            wanted.setdefault(rail["interface"], []).append(_group_label(group))
+    sriov_namespace = plan["operators"]["sriov_network_operator"]["namespace"]
+    leaving, conflicts, big_ib = [], [], []
+    for obj in (o for kind in method_kinds() for o in facts.all(*kind)):
+        name = identity(obj)
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        if obj["kind"].startswith("Sriov") and namespace != sriov_namespace:
+            continue  # the SR-IOV operator reads its own namespace only
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if owned_by_collection(obj):
+            component = labels.get(COMPONENT_LABEL)
+            if (
+                component in {s.component for s in steps.values()}
+                and component not in current
+                and name not in planned
+            ):
+                leaving.append(f"{name} ({component})")
+            continue
+        if name in planned:
+            continue  # reported by the ownership check
+        shared = sorted(_interfaces_of(obj) & set(wanted))
+        if shared:
+            where = ", ".join(f"{i}{' and'.join(wanted[i])}" for i in shared)
+            conflicts.append(f"{name} (on {where})")
+        spec = obj.get("spec") or {}
+        if (
+            obj["kind"] == "SriovNetworkNodePolicy"
+            and str(spec.get("linkType", "")).lower() == "ib"
+            and (spec.get("numVfs") or 0) > sriov.MAX_VFS_INFINIBAND
+        ):
+            big_ib.append(f"{name} (numVfs {spec['numVfs']})")
+    found = []
+    if leaving:
+        found.append(
+            finding(
+                "method",
+                "warning",
+                f"switching to {', '.join(methods(plan))}: these objects of another method, "
+                "created by "
+                "gpudirect.rdma, will be removed: " + ", ".join(leaving),
+            )
+        )
+    if conflicts:
+        found.append(
+            finding(
+                "method",
+                "warning" if take_over else "error",
+                "objects that gpudirect.rdma did not create already use the configured "
+                "interfaces: "
+                + ", ".join(conflicts)
+                + (
+                    "; gpudirect_rdma_take_over is true: they are kept and may compete with this "
+                    "configuration"
+                    if take_over
+                    else ". They are left alone: remove them, or set gpudirect_rdma_take_over: "
+                    "true to configure the interfaces anyway"
+                ),
+            )
+        )
+    if big_ib:
+        found.append(
+            finding(
+                "infiniband-vfs",
+                "warning",
+                "SR-IOV policies with more than 16 VFs per InfiniBand PF (the limit) will fail to "
+                "sync: " + ", ".join(big_ib),
+            )
+        )
+    if not found:
+        found.append(finding("method", "ok", "no other RDMA configuration on the interfaces"))
+    return found
+
+
+def check_rdma_mode(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list:
+    exclusive = [
+        p["metadata"]["name"]
+        for p in facts.all(sriov.API_VERSION, "SriovNetworkPoolConfig")
+        if (p.get("spec") or {}).get("rdmaMode") == "exclusive"
+    ]
+    shared_device = [g for g in plan["groups"] if g["method"] == "shared_device"]
+    if exclusive and shared_device:
+        whose = ", ".join(f"group {g['name']}" for g in shared_device if g["name"])
+        return [
+            finding(
+                "rdma-mode",
+                "error",
+                "SriovNetworkPoolConfig "
+                + ", ".join(exclusive)
+                + " sets rdmaMode: exclusive, and the shared device method"
+                + (f" ({whose})" if whose else "")
+                + " needs the RDMA subsystem shared: NVIDIA supports no mixed configuration. Use "
+                "gpudirect_rdma_method sriov_legacy or host_device, or set rdmaMode: shared",
+            )
+        ]
+    mode = "exclusive" if exclusive else "shared"
+    return [finding("rdma-mode", "ok", f"RDMA subsystem {mode}; method {', '.join(methods(plan))}")]
+
+
+PREFLIGHT = (
+    Check("interfaces", check_interfaces, lambda plan: (*NODE_READS, *NIC_READS)),
+    Check(
+        "method",
+        check_methods,
+        lambda plan: tuple(Read(api_version, kind) for api_version, kind in method_kinds()),
+    ),
+    Check(
+        "rdma-mode",
+        check_rdma_mode,
+        lambda plan: (Read(sriov.API_VERSION, "SriovNetworkPoolConfig"),),
+    ),
+)
+
+
 def method_step(method: str, name: str, title: str, kinds: tuple, **more) -> Step:
     """The step of one RDMA method, run by the role of the method's name, for the node groups
     on it; its gates: every group's rails (more["gates"] adds the method's own)."""
@@ -100,5 +381,6 @@ def method_step(method: str, name: str, title: str, kinds: tuple, **more) -> Ste
         namespaces=more.pop("namespaces", lambda plan: [plan["network_namespace"]]),
         enabled=lambda plan: bool(groups_of(plan, method)),
         method=method,
+        preflight=PREFLIGHT,
         **more,
     )

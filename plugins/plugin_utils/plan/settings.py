@@ -25,6 +25,8 @@ ROLES = Path(__file__).resolve().parents[3] / "roles"
 SETTINGS_ROLES = ("verify", "uninstall", "diagnostics")
 ROLE_PREFIXES = tuple(role + "_" for role in SETTINGS_ROLES)
 PLAYBOOK_SETTINGS = {PREFIX + "render_dir": {"type": "str"}}
+# What a run keeps for its next tasks, not an input: the plan, and the preflight verdict.
+RUN_FACTS = (PREFIX + "plan", PREFIX + "preflight")
 _IMAGE = re.compile(r"^[^\s]+$")
 
 
@@ -158,7 +160,7 @@ def unknown_variables(names: Iterable[str], scope: str = "all") -> list[tuple[st
     candidates = {name.removeprefix(PREFIX): name for name in settings()}
     if scope == "all":
         candidates.update((key, PREFIX + key) for key in DEFAULTS)
-    known = {*settings(), PREFIX + "plan", *(PREFIX + key for key in DEFAULTS)}
+    known = {*settings(), *RUN_FACTS, *(PREFIX + key for key in DEFAULTS)}
     found: list[tuple[str, str | None]] = []
     for name in names:
         if name in known or not watched(name) or name.startswith(PREFIX + "aap_"):

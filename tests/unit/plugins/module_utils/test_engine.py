@@ -573,3 +573,48 @@ def test_an_unknown_step_is_named():
     result = action({"name": "gpu"}).run(task_vars={})
     assert result["failed"]
     assert result["msg"].startswith("name: got 'gpu'; expected all or one of nfd, ")
+
+
+def test_preflight_reads_once_a_run_and_later_steps_judge_only_what_was_left_skipped():
+    """The first run (site.yml's check) judges every check; a step after it, given its verdict,
+    judges only the checks that were skipped (no NFD labels, no NIC report yet), reading only
+    what those read; for another plan the verdict does not hold."""
+    plan = build_plan(inputs("sriov-legacy-roce"))
+    bare = [o for o in platform(plan) if o["kind"] != "Node"]
+    nodes = [
+        {**o, "metadata": {"name": o["metadata"]["name"], "labels": {}}}
+        for o in platform(plan)
+        if o["kind"] == "Node"
+    ]
+    cluster = Cluster([*bare, *nodes])
+    first = Engine(cluster, plan, check_mode=True, sleep=lambda _s: None)
+    first.check()
+    skipped = {f["check"] for f in first.findings if f["severity"] == "skipped"}
+    assert skipped == {"nodes", "interfaces"}
+    assert first.verdict["pending"] == ["nodes", "interfaces"]
+    every_read = list(cluster.reads)
+
+    # NFD has labelled the nodes since: the next step judges nodes and interfaces only.
+    cluster = converged_cluster(plan)
+    cluster.reads.clear()
+    later = Engine(cluster, plan, check_mode=True, decided=first.verdict)
+    later.check()
+    assert {f["check"] for f in later.findings} == {"nodes", "interfaces"}
+    assert later.verdict["pending"] == []
+    assert sorted(cluster.reads) == [
+        ("list", "NicDevice"),
+        ("list", "Node"),
+        ("list", "SriovNetworkNodeState"),
+    ]
+    assert len(every_read) > 3 * len(cluster.reads)
+
+    # With nothing pending, a step reads nothing for preflight.
+    cluster.reads.clear()
+    Engine(cluster, plan, check_mode=True, decided=later.verdict).check()
+    assert cluster.reads == []
+
+    # A verdict holds for its plan only.
+    other = build_plan({**inputs("sriov-legacy-roce"), "mtu": 4000})
+    engine = Engine(cluster, other, check_mode=True, decided=later.verdict)
+    engine.check()
+    assert "openshift" in {f["check"] for f in engine.findings}

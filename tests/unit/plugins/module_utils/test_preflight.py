@@ -1,12 +1,16 @@
 """Preflight findings from gathered facts, without a cluster: each check passes on a healthy
-cluster and reports its error or warning when its condition is set up on purpose."""
+cluster and reports its error or warning when its condition is set up on purpose. A test
+describes the cluster in a World (what each check looks at, compactly) that becomes the objects
+preflight would have read (Facts)."""
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 
 import pytest
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import identity
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (
     Facts,
     evaluate,
@@ -21,13 +25,122 @@ NFD = {
     "feature.node.kubernetes.io/pci-15b3.present": "true",
     "feature.node.kubernetes.io/pci-10de.present": "true",
 }
+SRIOV = "sriovnetwork.openshift.io/v1"
+MELLANOX = "mellanox.com/v1alpha1"
+NIC_CONFIGURATION = "configuration.net.nvidia.com/v1alpha1"
+OLM = "operators.coreos.com/v1alpha1"
+
+
+def obj(api_version: str, kind: str, name: str, namespace=None, **rest) -> dict:
+    metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **rest}
+
+
+@dataclass
+class World:
+    """A cluster as the checks see it."""
+
+    api_error: str | None = None
+    forbidden: str | None = None
+    server: str = "https://api.example:6443"
+    cluster_version: str | None = "4.20.8"
+    openshift: bool = True
+    topology: str = "HighlyAvailable"
+    olm: bool = True
+    catalogs: dict = field(default_factory=dict)  # "ns/name" -> READY state, None if absent
+    nodes: list = field(default_factory=list)  # {"name", "labels"}
+    node_states: dict | None = None  # node -> [{"name", "linkType", "totalvfs"}]
+    nic_devices: dict | None = None  # node -> [interface names]
+    live: dict = field(default_factory=dict)  # identity of a planned object -> live object
+    method_objects: list = field(default_factory=list)
+    cluster_policies: list = field(default_factory=list)
+    nic_node_policies: list = field(default_factory=list)
+    nic_cluster_policy: dict | None = None
+    pool_configs: list = field(default_factory=list)
+    machine_config_pool: dict | None = None
+    nic_config_devices: list | None = None  # {"name", "node", "type"}
+    nic_config_templates: list = field(default_factory=list)
+    maintenance_elsewhere: str | None = None  # "Subscription <namespace>/<name>"
+
+    def facts(self, objects: list[dict]) -> Facts:
+        """The objects preflight would have read of this cluster (objects: the plan's)."""
+        if self.api_error or self.forbidden:
+            return Facts(server=self.server, api_error=self.api_error, forbidden=self.forbidden)
+        found = []
+        if self.openshift:
+            status = {"desired": {"version": self.cluster_version}}
+            found.append(obj("config.openshift.io/v1", "ClusterVersion", "version", status=status))
+            found.append(
+                obj(
+                    "config.openshift.io/v1",
+                    "Infrastructure",
+                    "cluster",
+                    status={"controlPlaneTopology": self.topology},
+                )
+            )
+        for where, state in self.catalogs.items():
+            namespace, name = where.split("/")
+            if state is not None:
+                status = {"connectionState": {"lastObservedState": state}}
+                found.append(obj(OLM, "CatalogSource", name, namespace, status=status))
+        for node in self.nodes:
+            found.append(obj("v1", "Node", node["name"]))
+            found[-1]["metadata"]["labels"] = node["labels"]
+        for node, interfaces in (self.node_states or {}).items():
+            status = {"interfaces": interfaces}
+            found.append(obj(SRIOV, "SriovNetworkNodeState", node, "sriov", status=status))
+        for node, names in (self.nic_devices or {}).items():
+            ports = [{"networkInterface": name} for name in names]
+            status = {"node": node, "ports": ports}
+            found.append(obj(NIC_CONFIGURATION, "NicDevice", f"{node}-nic", "nno", status=status))
+        for device in self.nic_config_devices or []:
+            status = {"node": device["node"], "type": device["type"]}
+            found.append(obj(NIC_CONFIGURATION, "NicDevice", device["name"], "nno", status=status))
+        planned = {identity(o): o for o in objects}
+        for name, live in self.live.items():
+            metadata = {**live["metadata"]}
+            if planned[name]["metadata"].get("namespace"):
+                metadata["namespace"] = planned[name]["metadata"]["namespace"]
+            kind = {"apiVersion": planned[name]["apiVersion"], "kind": planned[name]["kind"]}
+            found.append({**live, **kind, "metadata": metadata})
+        found += self.method_objects
+        found += [{**p, "apiVersion": "nvidia.com/v1"} for p in self.cluster_policies]
+        for policy in self.nic_node_policies:
+            found.append({**policy, "apiVersion": MELLANOX, "kind": "NicNodePolicy"})
+        if self.nic_cluster_policy is not None:
+            policy = {**self.nic_cluster_policy, "apiVersion": MELLANOX, "kind": "NicClusterPolicy"}
+            found.append(policy)
+        for config in self.pool_configs:
+            found.append({**config, "apiVersion": SRIOV, "kind": "SriovNetworkPoolConfig"})
+        if self.machine_config_pool is not None:
+            pool = {**self.machine_config_pool, "kind": "MachineConfigPool"}
+            found.append({**pool, "apiVersion": "machineconfiguration.openshift.io/v1"})
+        for template in self.nic_config_templates:
+            found.append(
+                {**template, "apiVersion": NIC_CONFIGURATION, "kind": "NicConfigurationTemplate"}
+            )
+        if self.maintenance_elsewhere:
+            namespace, name = self.maintenance_elsewhere.split(" ", 1)[1].split("/")
+            spec = {"name": "nvidia-maintenance-operator"}
+            found.append(obj(OLM, "Subscription", name, namespace, spec=spec))
+        not_served = set()
+        if not self.openshift:
+            not_served |= {
+                ("config.openshift.io/v1", "ClusterVersion"),
+                ("config.openshift.io/v1", "Infrastructure"),
+            }
+        if not self.olm:
+            not_served |= {(OLM, "CatalogSource"), (OLM, "Subscription")}
+        if self.nic_config_devices is None and self.nic_devices is None:
+            not_served.add((NIC_CONFIGURATION, "NicDevice"))
+        return Facts(server=self.server, objects=tuple(found), not_served=frozenset(not_served))
 
 
 def plan_of(name: str = "shared-device-roce", **overrides) -> dict:
     return build_plan({**inputs(name), **overrides})
 
 
-def healthy(plan: dict, nodes: int = 2) -> Facts:
+def healthy(plan: dict, nodes: int = 2) -> World:
     """A cluster as the plan wants it: `nodes` nodes for each node group, with the group's
     labels and NICs."""
     one = len(plan["groups"]) == 1
@@ -36,12 +149,7 @@ def healthy(plan: dict, nodes: int = 2) -> Facts:
         for group in plan["groups"]
         for i in range(nodes)
     }
-    return Facts(
-        server="https://api.example:6443",
-        cluster_version="4.20.8",
-        openshift=True,
-        topology="HighlyAvailable",
-        olm=True,
+    return World(
         catalogs={
             "openshift-marketplace/redhat-operators": "READY",
             "openshift-marketplace/certified-operators": "READY",
@@ -68,8 +176,9 @@ def healthy(plan: dict, nodes: int = 2) -> Facts:
     )
 
 
-def run(plan, facts, take_over=False):
-    findings = evaluate(plan, build_objects(plan), facts, take_over)
+def run(plan, world, take_over=False):
+    objects = build_objects(plan)
+    findings = evaluate(plan, objects, world.facts(objects), take_over)
     return findings, {(f["check"], f["severity"]) for f in findings}
 
 
@@ -99,7 +208,7 @@ def test_a_healthy_cluster_has_no_error_and_no_warning(name):
 
 def test_unreachable_api_is_the_only_finding():
     plan = plan_of()
-    findings, _checks = run(plan, Facts(api_error="MaxRetryError: connection refused"))
+    findings, _checks = run(plan, World(api_error="MaxRetryError: connection refused"))
     assert len(findings) == 1
     assert findings[0]["severity"] == "error"
     assert "connection refused" in findings[0]["message"]
@@ -112,7 +221,7 @@ def test_a_refused_read_is_the_only_finding_and_says_who_may_not_do_what():
         'forbidden: the API server does not allow user "alice" to get '
         "clusterversions.config.openshift.io (...). gpudirect.rdma needs the ClusterRole ..."
     )
-    findings, _checks = run(plan, Facts(server="https://api.example:6443", forbidden=refusal))
+    findings, _checks = run(plan, World(forbidden=refusal))
     assert findings == [{"check": "api", "severity": "error", "message": refusal}]
 
 
@@ -398,18 +507,19 @@ def test_summary_counts_and_puts_errors_first():
     plan = plan_of()
     facts = healthy(plan)
     facts.cluster_version = "4.14.9"
-    lines = summary(evaluate(plan, build_objects(plan), facts))
+    objects = build_objects(plan)
+    lines = summary(evaluate(plan, objects, facts.facts(objects)))
     assert lines[0].startswith("preflight: 1 error(s), ")
     assert lines[1].startswith("ERROR   openshift-version: ")
 
 
 def test_evaluate_changes_none_of_its_inputs():
     plan = plan_of()
-    facts = healthy(plan)
     objects = build_objects(plan)
-    before = copy.deepcopy((plan, objects, facts.__dict__))
+    facts = healthy(plan).facts(objects)
+    before = copy.deepcopy((plan, objects, facts.objects))
     evaluate(plan, objects, facts)
-    assert (plan, objects, facts.__dict__) == before
+    assert (plan, objects, facts.objects) == before
 
 
 def test_sriov_objects_outside_the_operators_namespace_are_ignored():
@@ -598,7 +708,7 @@ def test_a_foreign_nic_cluster_policy_with_a_section_the_nic_node_policies_plan_
 
 
 # -- the NIC firmware settings (gpudirect_rdma_nic_configuration) --------------------------------
-def nic_devices(facts: Facts, nic_type: str = "1021") -> list[dict]:
+def nic_devices(facts: World, nic_type: str = "1021") -> list[dict]:
     return [
         {"name": f"{n['name']}-{nic_type}-0000-08-00", "node": n["name"], "type": nic_type}
         for n in facts.nodes
@@ -675,3 +785,16 @@ def test_a_link_type_or_vf_count_the_templates_change_is_a_warning_not_an_error(
     without = plan_of("sriov-legacy-roce")
     findings, _checks = run(without, facts)
     assert any("has link type IB" in e for e in messages(findings, "error"))
+
+
+def test_the_preflight_module_describes_every_check_of_the_table():
+    from ansible.module_utils.common.yaml import yaml_load
+
+    from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import checks_of
+    from ansible_collections.gpudirect.rdma.plugins.modules import preflight as module
+
+    plan = plan_of("nic-configuration-roce")
+    names = [check.name for check in checks_of(plan)]
+    assert len(names) == len(set(names))
+    description = " ".join(yaml_load(module.DOCUMENTATION)["description"])
+    assert [name for name in names if f"C({name})" not in description] == []
