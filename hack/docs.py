@@ -19,7 +19,16 @@ and everything outside the markers is written by hand. The tables:
 - `role <name>` (docs/roles.md, once per role, and roles/<name>/README.md): the options of the
   role's meta/argument_specs.yml, with the first sentence of each description;
 - `pages` (README.md, "Where to read on"): the list of pages of docs/README.md, its links made
-  relative to the front page.
+  relative to the front page;
+- `steps` (docs/steps.md): the step table (plugins/module_utils/steps/), a row per step;
+- `options <role>` (roles/<role>/meta/argument_specs.yml, in YAML comments): the settings the
+  role's steps declare (steps/<step>.py), what every role that runs steps takes and the
+  connection every role takes (plugins/doc_fragments/role_options.py);
+- `defaults <role>` (roles/<role>/defaults/main.yml, for each role of the step table): the same
+  settings with their defaults.
+
+The step table is read by importing it from the tree (in a Python of its own, so that --root may
+name a copy); the other declarations are read without importing anything.
 
 --check writes nothing and exits 1, naming the pages, when a page differs from what this script
 would write (tests/unit/test_docs_generated.py runs it). A page that lacks a table it must hold,
@@ -31,9 +40,14 @@ from __future__ import annotations
 import argparse
 import ast
 import functools
+import json
+import os
 import posixpath
 import re
+import subprocess
 import sys
+import tempfile
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,6 +63,18 @@ BLOCK = re.compile(
     r"^<!-- BEGIN GENERATED: (?P<key>[^;]+);[^\n]*-->\n.*?^<!-- END GENERATED -->$",
     re.MULTILINE | re.DOTALL,
 )
+# The sources of a YAML block are in this docstring: a line naming them would pass 120 columns.
+YAML_BEGIN = "{indent}# BEGIN GENERATED: {key}; written by make docs (hack/docs.py)"
+YAML_END = "{indent}# END GENERATED"
+YAML_BLOCK = re.compile(
+    r"^(?P<indent>[ ]*)# BEGIN GENERATED: (?P<key>[^;]+);[^\n]*\n.*?^(?P=indent)# END GENERATED$",
+    re.MULTILINE | re.DOTALL,
+)
+STEPS_SOURCE = "plugins/module_utils/steps/"
+FRAGMENT = "plugins/doc_fragments/role_options.py"
+# What make docs wrote already in this run, read in its place (the role tables are written from
+# the argument specs written just before them); empty outside a run.
+_WRITTEN: dict[Path, str] = {}
 # Ansible's documentation markup, as ansible-doc reads it (a code span ends at the first ')').
 MARKUP = (
     (re.compile(r"L\(([^,)]+),\s*([^)]+)\)"), r"[\1](\2)"),
@@ -59,6 +85,8 @@ MARKUP = (
     (re.compile(r"\bB\(([^)]*)\)"), r"**\1**"),
 )
 OPTION = re.compile(r"\bO\(([^)]*)\)")
+# Ansible's markup dropped, for a YAML comment.
+PLAIN = re.compile(r"\b(?:C|V|M|E|RV|I|B|O)\(([^)]*)\)")
 LINK = re.compile(r"\]\((?P<target>[^)#\s:]+)(?P<anchor>#[^)\s]*)?\)")
 # The end of a sentence: a full stop and white space before a capital, not in "e.g." or "i.e.".
 SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.\s+(?=[A-Z`])")
@@ -91,6 +119,10 @@ def roles(root: Path) -> list[str]:
     return sorted(path.parent.parent.name for path in root.glob("roles/*/meta/argument_specs.yml"))
 
 
+def read(path: Path) -> str:
+    return _WRITTEN.get(path) or path.read_text()
+
+
 @functools.cache
 def _parsed(text: str):
     """YAML parsed once per content (the tables read each file many times; nothing mutates it)."""
@@ -99,12 +131,12 @@ def _parsed(text: str):
 
 def role_options(root: Path, role: str) -> dict[str, dict]:
     path = root / "roles" / role / "meta" / "argument_specs.yml"
-    return _parsed(path.read_text())["argument_specs"]["main"].get("options", {})
+    return _parsed(read(path))["argument_specs"]["main"].get("options", {})
 
 
 def role_defaults(root: Path, role: str) -> dict:
     path = root / "roles" / role / "defaults" / "main.yml"
-    return (_parsed(path.read_text()) or {}) if path.exists() else {}
+    return (_parsed(read(path)) or {}) if path.exists() else {}
 
 
 def paragraphs(spec: dict) -> list[str]:
@@ -208,6 +240,111 @@ def settings_table(root: Path) -> list[str]:
     return table(["variable", "type", "default", "read by", "what"], rows)
 
 
+@functools.cache
+def step_table(root: Path) -> dict:
+    """The step table as data (steps.describe), imported from the tree at root."""
+    with tempfile.TemporaryDirectory() as path:
+        namespace = Path(path) / "ansible_collections" / "gpudirect"
+        namespace.mkdir(parents=True)
+        (namespace / "rdma").symlink_to(root.resolve())
+        code = (
+            "import json; from ansible_collections.gpudirect.rdma.plugins.module_utils.steps "
+            "import describe; print(json.dumps(describe()))"
+        )
+        found = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONPATH": path},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if found.returncode:
+        raise DocsError(f"{STEPS_SOURCE}: cannot import the step table: {found.stderr.strip()}")
+    return json.loads(found.stdout)
+
+
+def steps_table(root: Path) -> list[str]:
+    rows = [
+        [
+            str(step["order"]),
+            f"`{step['name']}`",
+            f"`{step['role']}`",
+            markdown(step["title"], ""),
+            f"`{step['operator']}`" if step["operator"] else "",
+            ", ".join(step["kinds"]),
+            step["runs"],
+            str(step["wave"]),
+            "yes" if step["prunes"] else "",
+            ", ".join(f"`{name}`" for name in step["checks"]),
+            step["uninstall"],
+        ]
+        for step in step_table(root)["steps"]
+    ]
+    header = [
+        "#",
+        "step",
+        "role",
+        "what",
+        "OLM package",
+        "objects",
+        "runs",
+        "wave",
+        "prunes",
+        "preflight checks",
+        "uninstall",
+    ]
+    return table(header, rows)
+
+
+def fragment_options(root: Path, name: str) -> dict[str, dict]:
+    return yaml.safe_load(_literal(root / FRAGMENT, name))["options"]
+
+
+def _folded(text: str, indent: str) -> list[str]:
+    return [indent + line for line in textwrap.wrap(" ".join(text.split()), 100 - len(indent))]
+
+
+def option_lines(name: str, spec: dict, indent: str) -> list[str]:
+    """One option of an argument spec, as make docs writes it: each paragraph of its
+    description folded, then its other keys in flow style."""
+    lines = [f"{indent}{name}:"]
+    paragraphs_ = paragraphs(spec)
+    if len(paragraphs_) == 1:
+        lines += [f"{indent}  description: >-", *_folded(paragraphs_[0], indent + "    ")]
+    else:
+        lines.append(f"{indent}  description:")
+        for paragraph in paragraphs_:
+            lines += [f"{indent}    - >-", *_folded(paragraph, indent + "      ")]
+    for key, value in spec.items():
+        if key != "description":
+            lines.append(f"{indent}  {key}: {yaml_value(value).strip('`')}")
+    return lines
+
+
+def role_settings(root: Path, role: str) -> dict[str, dict]:
+    """The settings a role's steps declare (none for a role that runs no step)."""
+    return step_table(root)["roles"].get(role, {})
+
+
+def options_block(root: Path, role: str, indent: str) -> list[str]:
+    """The options make docs writes into a role's argument spec: its steps' settings, what a
+    role of the step table takes, and the connection."""
+    options = dict(role_settings(root, role))
+    if role in step_table(root)["roles"]:
+        options.update(fragment_options(root, "STEP_ROLE_OPTIONS"))
+    options.update(fragment_options(root, "CONNECTION"))
+    return [line for name, spec in options.items() for line in option_lines(name, spec, indent)]
+
+
+def defaults_block(root: Path, role: str, indent: str) -> list[str]:
+    lines = []
+    for name, spec in role_settings(root, role).items():
+        lines += [""] if lines else []
+        lines += _folded(PLAIN.sub(r"\1", spec["description"][0]), indent + "# ")
+        lines.append(f"{indent}{name}: {yaml_value(spec['default']).strip('`')}")
+    return lines
+
+
 def pages_list(root: Path) -> list[str]:
     """The list of docs/README.md (its items and their continuation lines), its relative links
     made relative to the root."""
@@ -234,6 +371,7 @@ def sources(root: Path) -> dict[str, tuple[str, Callable[[], list[str]]]]:
         "plan-inputs": ("plugins/modules/plan.py", lambda: plan_inputs_table(root)),
         "settings": ("the roles' meta/argument_specs.yml", lambda: settings_table(root)),
         "pages": ("docs/README.md", lambda: pages_list(root)),
+        "steps": (STEPS_SOURCE, lambda: steps_table(root)),
     }
     for role in roles(root):
         known[f"role {role}"] = (
@@ -243,11 +381,63 @@ def sources(root: Path) -> dict[str, tuple[str, Callable[[], list[str]]]]:
     return known
 
 
+def yaml_sources(root: Path) -> dict[str, tuple[str, object]]:
+    """Every YAML block by its key: where it comes from and how it is written (indent -> lines)."""
+    known: dict[str, tuple[str, object]] = {}
+    for role in roles(root):
+        source = f"{STEPS_SOURCE} and {FRAGMENT}"
+        known[f"options {role}"] = (
+            source,
+            lambda indent, role=role: options_block(root, role, indent),
+        )
+    for role in step_table(root)["roles"]:
+        known[f"defaults {role}"] = (
+            STEPS_SOURCE,
+            lambda indent, role=role: defaults_block(root, role, indent),
+        )
+    return known
+
+
+def yaml_pages(root: Path) -> dict[str, list[str]]:
+    """Every YAML file with generated blocks, and the blocks it must hold, in order: written
+    before the Markdown pages, which are written from them."""
+    expected = {}
+    for role in roles(root):
+        expected[f"roles/{role}/meta/argument_specs.yml"] = [f"options {role}"]
+    for role in step_table(root)["roles"]:
+        expected[f"roles/{role}/defaults/main.yml"] = [f"defaults {role}"]
+    return expected
+
+
+def render_yaml(root: Path, page: str, text: str, keys: list[str]) -> str:
+    known = yaml_sources(root)
+    found = [match.group("key").strip() for match in YAML_BLOCK.finditer(text)]
+    if found != keys:
+        raise DocsError(
+            f"{page}: holds the blocks {found}, expected {keys} (each between "
+            "'# BEGIN GENERATED: <block>; ...' and '# END GENERATED', indented alike)"
+        )
+
+    def block(match: re.Match) -> str:
+        key, indent = match.group("key").strip(), match.group("indent")
+        _source, write = known[key]
+        return "\n".join(
+            [
+                YAML_BEGIN.format(indent=indent, key=key),
+                *write(indent),
+                YAML_END.format(indent=indent),
+            ]
+        )
+
+    return YAML_BLOCK.sub(block, text)
+
+
 def pages(root: Path) -> dict[str, list[str]]:
     """Every page with tables, and the tables it must hold, in order."""
     role_names = roles(root)
     expected = {
         "README.md": ["pages"],
+        "docs/steps.md": ["steps"],
         "docs/variables.md": ["plan-inputs", "settings"],
         "docs/roles.md": [f"role {role}" for role in role_names],
     }
@@ -276,20 +466,31 @@ def render(root: Path, page: str, text: str, keys: list[str]) -> str:
 
 def run(root: Path, check: bool) -> list[str]:
     """Write (or, with check, compare) every page; returns the pages that differed."""
-    written = {}
-    for page, keys in pages(root).items():
-        path = root / page
-        if not path.exists():
-            raise DocsError(f"{page}: missing; it must hold the tables {keys}")
-        text = path.read_text()
-        new = render(root, page, text, keys)
-        if new != text:
-            written[path] = new
+    _WRITTEN.clear()
+    step_table.cache_clear()  # the tree may have changed since the last run in this process
+    try:
+        for page, keys in yaml_pages(root).items():
+            _render_into(root, page, keys, render_yaml)
+        for page, keys in pages(root).items():
+            _render_into(root, page, keys, render)
+        written = dict(_WRITTEN)
+    finally:
+        _WRITTEN.clear()
     # Every page is rendered before any is written: an error leaves them all as they were.
     if not check:
         for path, new in written.items():
             path.write_text(new)
     return [str(path.relative_to(root)) for path in written]
+
+
+def _render_into(root: Path, page: str, keys: list[str], render_page) -> None:
+    path = root / page
+    if not path.exists():
+        raise DocsError(f"{page}: missing; it must hold the tables {keys}")
+    text = path.read_text()
+    new = render_page(root, page, text, keys)
+    if new != text:
+        _WRITTEN[path] = new
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,20 +19,16 @@ import os
 from ansible.module_utils.common.arg_spec import ModuleArgumentSpecValidator
 from ansible.module_utils.common.json import Direction, get_module_encoder
 from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.common.yaml import yaml_load
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpudirect.rdma.plugins.doc_fragments.role_options import CONNECTION
+
 PREFIX = "gpudirect_rdma_"
-CONNECTION_OPTIONS = (
-    "kubeconfig",
-    "context",
-    "host",
-    "api_key",
-    "validate_certs",
-    "ca_cert",
-    "client_cert",
-    "client_key",
-)
+# kubernetes.core's options that the gpudirect_rdma_<option> variables give, as the roles declare
+# them (doc_fragments/role_options.py).
+CONNECTION_OPTIONS = tuple(name.removeprefix(PREFIX) for name in yaml_load(CONNECTION)["options"])
 COLLECTION = "gpudirect.rdma."
 MODULES_PACKAGE = "ansible_collections.gpudirect.rdma.plugins.modules."
 # Imported for the modules that talk to the cluster only: a module that writes files

@@ -32,6 +32,8 @@ INPUTS = (
     "plugins/modules/plan.py",
     "plugins/plugin_utils/plan/inputs.py",
     "plugins/plugin_utils/plan/settings.py",
+    "plugins/module_utils",
+    "plugins/doc_fragments",
 )
 
 
@@ -79,22 +81,44 @@ def test_the_pages_are_what_make_docs_writes():
     assert result.returncode == 0, result.stderr
 
 
-def test_a_changed_default_in_an_argument_spec_fails_the_check(copy):
-    spec = copy / "roles" / "nfd" / "meta" / "argument_specs.yml"
-    text = spec.read_text()
-    assert text.count("default: 900") == 1
-    spec.write_text(text.replace("default: 900", "default: 901"))
+def test_a_changed_default_of_a_step_setting_fails_the_check(copy):
+    """A step declares its settings: its role's defaults, argument spec, README and the roles
+    page are written from that one declaration."""
+    step = copy / "plugins" / "module_utils" / "steps" / "nfd.py"
+    text = step.read_text()
+    declared = '"nfd_min_nodes",\n    1,'
+    assert text.count(declared) == 1
+    step.write_text(text.replace(declared, '"nfd_min_nodes",\n    3,'))
     result = run_docs(copy, "--check")
     assert result.returncode == 1
     assert "run make docs" in result.stderr
-    assert "docs/roles.md" in result.stderr
-    assert "roles/nfd/README.md" in result.stderr
+    for page in (
+        "roles/nfd/meta/argument_specs.yml",
+        "roles/nfd/defaults/main.yml",
+        "docs/roles.md",
+        "roles/nfd/README.md",
+    ):
+        assert page in result.stderr
     assert "docs/variables.md" not in result.stderr, "nfd has no setting the playbooks read"
-    assert "`901`" not in (copy / "roles" / "nfd" / "README.md").read_text(), "--check wrote"
-    # make docs writes it, and then the check passes.
+    assert "`3`" not in (copy / "roles" / "nfd" / "README.md").read_text(), "--check wrote"
+    # make docs writes them, and then the check passes.
     assert run_docs(copy).returncode == 0
-    assert "| `nfd_install_timeout` | int | `901` |" in (copy / "roles/nfd/README.md").read_text()
+    assert "| `nfd_min_nodes` | int | `3` |" in (copy / "roles/nfd/README.md").read_text()
+    assert "\nnfd_min_nodes: 3\n" in (copy / "roles/nfd/defaults/main.yml").read_text()
     assert run_docs(copy, "--check").returncode == 0
+
+
+def test_a_hand_edit_of_a_generated_argument_spec_or_default_fails_the_check(copy):
+    for path, before, after in (
+        ("roles/nfd/meta/argument_specs.yml", "default: 900", "default: 901"),
+        ("roles/nfd/defaults/main.yml", "nfd_install_timeout: 900", "nfd_install_timeout: 901"),
+    ):
+        page = copy / path
+        text = page.read_text()
+        page.write_text(text.replace(before, after))
+        result = run_docs(copy, "--check")
+        assert result.returncode == 1 and path in result.stderr, result.stderr
+        page.write_text(text)
 
 
 def test_a_changed_default_of_the_plan_fails_the_check(copy):
@@ -128,8 +152,10 @@ def test_a_page_without_its_table_is_an_error(copy):
         re.sub(r"<!-- BEGIN GENERATED.*?END GENERATED -->\n", "", readme.read_text(), flags=re.S)
     )
     before = (copy / "docs" / "roles.md").read_text()
-    spec = copy / "roles" / "nfd" / "meta" / "argument_specs.yml"
-    spec.write_text(spec.read_text().replace("default: 900", "default: 901"))
+    step = copy / "plugins" / "module_utils" / "steps" / "nfd.py"
+    step.write_text(
+        step.read_text().replace('"nfd_min_nodes",\n    1,', '"nfd_min_nodes",\n    3,')
+    )
     result = run_docs(copy)
     assert result.returncode == 2
     assert "roles/verify/README.md: holds the tables [], expected ['role verify']" in result.stderr

@@ -196,6 +196,50 @@ def diagnostics_kinds() -> tuple[tuple[str, str, str], ...]:
     return tuple((api_version, kind, scope) for (api_version, kind), scope in found.items())
 
 
+def describe() -> dict:
+    """The table as data, for the documentation (hack/docs.py): each step's facts, and each
+    role's settings as its steps declare them."""
+    steps = []
+    for index, s in enumerate(STEPS, 1):
+        runs = (
+            f"with gpudirect_rdma_{s.opt_in}"
+            if s.opt_in
+            else f"for the node groups on {s.method}"
+            if s.method
+            else "always"
+        )
+        steps.append(
+            {
+                "order": index,
+                "name": s.name,
+                "title": s.title,
+                "role": s.role,
+                "operator": s.operator.package if s.operator else None,
+                "kinds": [kind for _api_version, kind in s.kinds],
+                "runs": runs,
+                "wave": s.wave,
+                "prunes": s.prunes,
+                "uninstall": f"when {s.uninstall_when}" if s.uninstall_when else "always",
+                "checks": [check.name for check in s.preflight],
+            }
+        )
+    roles = {}
+    for role in ROLES:
+        settings = {}
+        for s in of_role(role):
+            for setting in s.settings:
+                settings.setdefault(
+                    setting.variable,
+                    {
+                        "type": setting.type,
+                        "default": setting.default,
+                        "description": list(setting.description),
+                    },
+                )
+        roles[role] = settings
+    return {"steps": steps, "roles": roles}
+
+
 def kind_dicts(pairs) -> list[dict]:
     """(apiVersion, kind) pairs as the kinds options of apply and remove name them."""
     return [{"apiVersion": api_version, "kind": kind} for api_version, kind in pairs]
@@ -230,6 +274,7 @@ __all__ = [
     "component_objects",
     "component_of",
     "components",
+    "describe",
     "diagnostics_kinds",
     "is_olm",
     "kind_dicts",

@@ -111,6 +111,8 @@ class Step:
     # An opt-in step runs only when the plan turns it on: (plan) -> on. Off, it installs and
     # waits on nothing, and a step that prunes removes what the collection made of its kinds.
     enabled: Callable[[dict], bool] = lambda plan: True
+    # The plan input that turns an opt-in step on (what the documentation names).
+    opt_in: str | None = None
     # An operator somebody else installed (a Subscription to its package in any namespace that
     # is not the collection's) is used, not replaced: the step writes nothing then.
     uses_installed: bool = False

@@ -63,6 +63,7 @@ STEP = Step(
         (nic_configuration.MAINTENANCE_API_VERSION, "NodeMaintenance", EVERYWHERE),
     ),
     enabled=nic_configuration.enabled,
+    opt_in="nic_configuration",
     uses_installed=True,
     preflight=(
         Check(

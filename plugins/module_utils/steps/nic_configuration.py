@@ -146,6 +146,7 @@ STEP = Step(
     wave=4,
     prunes=True,
     enabled=nic_configuration.enabled,
+    opt_in="nic_configuration",
     discover=nic_configuration.with_discovered_types,
     # resetToDefault: every device goes back to its firmware defaults (a reboot each).
     reset=({"spec": {"resetToDefault": True}}, reset_done),

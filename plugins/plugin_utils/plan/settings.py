@@ -103,7 +103,11 @@ def settings() -> dict[str, dict]:
         for name, option in role_options(role).items():
             if role in SETTINGS_ROLES or name.startswith(PREFIX):
                 found.setdefault(name, option)
-    return {n: o for n, o in found.items() if n.removeprefix(PREFIX) not in (*DEFAULTS, "plan")}
+    return {
+        n: o
+        for n, o in found.items()
+        if n.removeprefix(PREFIX) not in DEFAULTS and n not in RUN_FACTS
+    }
 
 
 def watched(name: str) -> bool:

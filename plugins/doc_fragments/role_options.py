@@ -1,0 +1,78 @@
+"""The role variables several roles take, declared once: make docs (hack/docs.py) writes them
+into each role's meta/argument_specs.yml, between the GENERATED markers. DOCUMENTATION: the
+connection every role that talks to the cluster takes (plugin_utils/connection.py reads the
+names); STEP_ROLES: what every role that runs steps of the step table takes besides."""
+
+from __future__ import annotations
+
+CONNECTION = r"""
+options:
+  gpudirect_rdma_kubeconfig:
+    description: >-
+      Path to the kubeconfig of the cluster, as kubernetes.core's C(kubeconfig) (default:
+      C(K8S_AUTH_KUBECONFIG), else C(~/.kube/config)). Unset: module_defaults
+      (group/gpudirect.rdma.k8s) or the K8S_AUTH_* variables decide.
+    type: path
+  gpudirect_rdma_context:
+    description: >-
+      Context of the kubeconfig to use (kubernetes.core's C(context)). Unset: module_defaults
+      (group/gpudirect.rdma.k8s) or the K8S_AUTH_* variables decide.
+    type: str
+  gpudirect_rdma_host:
+    description: >-
+      URL of the API server (kubernetes.core's C(host)). Unset: module_defaults
+      (group/gpudirect.rdma.k8s) or the K8S_AUTH_* variables decide.
+    type: str
+  gpudirect_rdma_api_key:
+    description: >-
+      Token for the API server (kubernetes.core's C(api_key)); vault it. Unset: module_defaults
+      (group/gpudirect.rdma.k8s) or the K8S_AUTH_* variables decide.
+    type: str
+    no_log: true
+  gpudirect_rdma_validate_certs:
+    description: >-
+      Verify the API server's certificate (kubernetes.core's C(validate_certs)). Unset:
+      module_defaults (group/gpudirect.rdma.k8s) or the K8S_AUTH_* variables decide.
+    type: bool
+  gpudirect_rdma_ca_cert:
+    description: >-
+      CA certificate of the API server (kubernetes.core's C(ca_cert)). Unset: module_defaults
+      (group/gpudirect.rdma.k8s) or the K8S_AUTH_* variables decide.
+    type: path
+  gpudirect_rdma_client_cert:
+    description: >-
+      Client certificate (kubernetes.core's C(client_cert)). Unset: module_defaults
+      (group/gpudirect.rdma.k8s) or the K8S_AUTH_* variables decide.
+    type: path
+  gpudirect_rdma_client_key:
+    description: >-
+      Client key (kubernetes.core's C(client_key)). Unset: module_defaults
+      (group/gpudirect.rdma.k8s) or the K8S_AUTH_* variables decide.
+    type: path
+"""
+
+STEP_ROLE_OPTIONS = r"""
+options:
+  gpudirect_rdma_plan:
+    description:
+      - The plan from M(gpudirect.rdma.plan). When absent, the role plans from the
+        C(gpudirect_rdma_*) inventory variables itself (see C(ansible-doc gpudirect.rdma.plan)) and
+        keeps the result in this variable for the roles that follow.
+    type: dict
+  gpudirect_rdma_preflight:
+    description:
+      - The preflight verdict of the run so far, which each step task sets (the first, of
+        C(site.yml)'s check, judged every check); the role judges only the checks it left skipped.
+        Unset, or for another plan, the role judges every check.
+    type: dict
+  gpudirect_rdma_take_over:
+    description: >-
+      Let the role replace the content of same-named objects that this collection did not create.
+    type: bool
+    default: false
+"""
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = CONNECTION
+    STEP_ROLES = STEP_ROLE_OPTIONS
