@@ -250,12 +250,26 @@ def k8s_task_playbook(path: Path, tree: Path, kubectl: str) -> Path:
     return path
 
 
+def debug_playbook(path: Path) -> Path:
+    """The floor of any playbook: one ansible.builtin.debug task, nothing else."""
+    play = {
+        "name": "One debug task",
+        "hosts": "localhost",
+        "connection": "local",
+        "gather_facts": False,
+        "tasks": [{"name": "Nothing", "ansible.builtin.debug": {"msg": "x"}}],
+    }
+    path.write_text(yaml.safe_dump([play], sort_keys=False))
+    return path
+
+
 def side_by_side(plane, kubectl: str, inventory_dir: Path, work: Path, extra: list[str]) -> dict:
-    """The converged re-run of site.yml, one kubernetes.core.k8s task applying the same rendered
-    tree with --check (a server-side dry run: it writes nothing), and `kubectl apply
-    --server-side` of that tree (the floor), ROUNDS times each, one after the other in turn;
-    medians. The tree is render.yml's for the same inventory and extra variables, so the three
-    hold the same objects (the floor's first apply settles Argo CD's annotations)."""
+    """The converged re-run of site.yml, ansible-playbook running one debug task on the same
+    inventory (the floor of any playbook), one kubernetes.core.k8s task applying the same
+    rendered tree with --check (a server-side dry run: it writes nothing), and `kubectl apply
+    --server-side` of that tree (the floor of an apply), ROUNDS times each, one after the other
+    in turn; medians. The tree is render.yml's for the same inventory and extra variables, so the
+    three hold the same objects (the floor's first apply settles Argo CD's annotations)."""
     tree = work / "tree"
     ansible_playbook(
         RENDER, "-i", str(inventory_dir), *extra, "-e", f"gpudirect_rdma_render_dir={tree}"
@@ -277,7 +291,8 @@ def side_by_side(plane, kubectl: str, inventory_dir: Path, work: Path, extra: li
     timed(apply)
     playbook = k8s_task_playbook(work / "k8s-task.yml", tree, kubectl)
     ansible_playbook(playbook, kubeconfig=plane.kubeconfig)
-    walls: dict[str, list[float]] = {"site": [], "k8s_task": [], "floor": []}
+    debug = debug_playbook(work / "debug.yml")
+    walls: dict[str, list[float]] = {"site": [], "debug": [], "k8s_task": [], "floor": []}
     writes = 0
     for _round in range(ROUNDS):
         audit = AuditLog(plane.audit_log).mark()
@@ -287,6 +302,11 @@ def side_by_side(plane, kubectl: str, inventory_dir: Path, work: Path, extra: li
         assert "the cluster already is as planned" in " ".join(run.output.split()), run.output[
             -3000:
         ]
+        walls["debug"].append(
+            ansible_playbook(
+                debug, "-i", str(inventory_dir), *extra, kubeconfig=plane.kubeconfig
+            ).wall
+        )
         walls["k8s_task"].append(
             ansible_playbook(playbook, "--check", kubeconfig=plane.kubeconfig).wall
         )
@@ -298,6 +318,7 @@ def side_by_side(plane, kubectl: str, inventory_dir: Path, work: Path, extra: li
         "walls": {name: [round(v, 2) for v in values] for name, values in walls.items()},
         "site_writes": writes,
         "site_over_k8s_task": round(medians["site"] / medians["k8s_task"], 2),
+        "site_over_debug": round(medians["site"] / medians["debug"], 2),
     }
 
 
@@ -310,13 +331,15 @@ def rerun(plane, harness, kubectl: str, work: Path, methods) -> dict:
         measured["side_by_side"] = side_by_side(plane, kubectl, inventory(name), work / name, [])
         results[name] = measured
     print(
-        f"\n{'converged re-run':<22}{'site s':>8}{'k8s task s':>12}{'floor s':>9}{'site/k8s':>10}"
+        f"\n{'converged re-run':<22}{'site s':>8}{'debug s':>9}{'site/debug':>11}"
+        f"{'k8s task s':>12}{'floor s':>9}{'site/k8s':>10}"
         f"{'modules':>9}{'requests':>10}{'writes':>8}   (medians of {ROUNDS}, in turn)"
     )
     for name, r in results.items():
         side = r["side_by_side"]
         print(
-            f"{name:<22}{side['medians']['site']:>8.2f}{side['medians']['k8s_task']:>12.2f}"
+            f"{name:<22}{side['medians']['site']:>8.2f}{side['medians']['debug']:>9.2f}"
+            f"{side['site_over_debug']:>11.2f}{side['medians']['k8s_task']:>12.2f}"
             f"{side['medians']['floor']:>9.2f}{side['site_over_k8s_task']:>10.2f}"
             f"{r['module_invocations']:>9}{r['requests']:>10}{r['writes'] + side['site_writes']:>8}"
         )
