@@ -97,9 +97,12 @@ class DocsError(Exception):
 
 
 def _literal(path: Path, name: str):
-    """The value of the module-level assignment `name` in a Python file, read without importing
-    it (the plugins import Ansible; this script needs PyYAML only)."""
-    for node in ast.parse(path.read_text()).body:
+    """The value of the assignment `name` in a Python file, at module level or in a class (a doc
+    fragment's), read without importing it (the plugins import Ansible; this script needs PyYAML
+    only)."""
+    tree = ast.parse(path.read_text())
+    classes = [node.body for node in tree.body if isinstance(node, ast.ClassDef)]
+    for node in [*tree.body, *(statement for body in classes for statement in body)]:
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         value = getattr(node, "value", None)
         if value is not None and any(getattr(t, "id", None) == name for t in targets):
@@ -331,8 +334,8 @@ def options_block(root: Path, role: str, indent: str) -> list[str]:
     role of the step table takes, and the connection."""
     options = dict(role_settings(root, role))
     if role in step_table(root)["roles"]:
-        options.update(fragment_options(root, "STEP_ROLE_OPTIONS"))
-    options.update(fragment_options(root, "CONNECTION"))
+        options.update(fragment_options(root, "STEP_ROLES"))
+    options.update(fragment_options(root, "DOCUMENTATION"))
     return [line for name, spec in options.items() for line in option_lines(name, spec, indent)]
 
 

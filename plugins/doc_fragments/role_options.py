@@ -5,7 +5,10 @@ names); STEP_ROLES: what every role that runs steps of the step table takes besi
 
 from __future__ import annotations
 
-CONNECTION = r"""
+
+class ModuleDocFragment:
+    # The connection (plugin_utils/connection.py takes its names from here).
+    DOCUMENTATION = r"""
 options:
   gpudirect_rdma_kubeconfig:
     description: >-
@@ -51,7 +54,8 @@ options:
     type: path
 """
 
-STEP_ROLE_OPTIONS = r"""
+    # What every role of the step table takes besides.
+    STEP_ROLES = r"""
 options:
   gpudirect_rdma_plan:
     description:
@@ -71,8 +75,3 @@ options:
     type: bool
     default: false
 """
-
-
-class ModuleDocFragment:
-    DOCUMENTATION = CONNECTION
-    STEP_ROLES = STEP_ROLE_OPTIONS

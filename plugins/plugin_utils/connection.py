@@ -23,12 +23,16 @@ from ansible.module_utils.common.yaml import yaml_load
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.rdma.plugins.doc_fragments.role_options import CONNECTION
+from ansible_collections.gpudirect.rdma.plugins.doc_fragments.role_options import (
+    ModuleDocFragment as RoleOptions,
+)
 
 PREFIX = "gpudirect_rdma_"
 # kubernetes.core's options that the gpudirect_rdma_<option> variables give, as the roles declare
 # them (doc_fragments/role_options.py).
-CONNECTION_OPTIONS = tuple(name.removeprefix(PREFIX) for name in yaml_load(CONNECTION)["options"])
+CONNECTION_OPTIONS = tuple(
+    name.removeprefix(PREFIX) for name in yaml_load(RoleOptions.DOCUMENTATION)["options"]
+)
 COLLECTION = "gpudirect.rdma."
 MODULES_PACKAGE = "ansible_collections.gpudirect.rdma.plugins.modules."
 # Imported for the modules that talk to the cluster only: a module that writes files

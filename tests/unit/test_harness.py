@@ -275,7 +275,7 @@ def test_the_control_plane_certificates_pass_strict_verification(tmp_path):
     seen = {}
 
     def serve():
-        connection, _ = listener.accept()
+        connection, _address = listener.accept()
         with server_context.wrap_socket(connection, server_side=True) as tls:
             seen["client"] = dict(x[0] for x in tls.getpeercert()["subject"])["commonName"]
             tls.sendall(b"ok")

@@ -243,14 +243,3 @@ def installed_elsewhere(cluster, settings: dict) -> str | None:
     except NotServed:
         return None
     return subscription_elsewhere(subscriptions, settings["package"])
-    for found in subscriptions:
-        if (found.get("spec") or {}).get("name") != settings["package"] or owned_by_collection(
-            found
-        ):
-            continue
-        metadata = found["metadata"]
-        csv = (found.get("status") or {}).get("installedCSV")
-        return f"Subscription {metadata.get('namespace')}/{metadata['name']}" + (
-            f" (CSV {csv})" if csv else ""
-        )
-    return None
