@@ -69,7 +69,10 @@ TIMEOUTS = REPO_ROOT / "molecule" / "shared" / "timeouts.yml"
 # collection does not set; applied as gpudirect.rdma they would become its stale fields.
 FIELD_MANAGER = "gpudirect-rdma-floor"
 METHODS = ("shared-device-roce", "host-device-roce", "sriov-legacy-roce")
-GATE_TASK = "NVIDIA Network Operator - operator through OLM, its NicClusterPolicy, ready"
+GATE_TASK = (
+    "NVIDIA Network Operator - operator through OLM, its NicClusterPolicy and NicNodePolicies, "
+    "ready"
+)
 ROUNDS = 7
 GATE_TIMEOUT = 1800
 SCALE_NODES = 1000

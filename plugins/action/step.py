@@ -43,7 +43,11 @@ class SettingError(ValueError):
 def check_setting(setting: table.Setting, value):
     """value as the step's setting declares it, or SettingError naming its variable."""
     kind, low = TYPES[setting.type], setting.minimum
-    expected = f"a whole number of {low} or more" if kind is int else f"a number of {low} or more"
+    expected = (
+        f"a whole number of {low} or more"
+        if kind is int
+        else f"a number of {setting.unit} of {low} or more"
+    )
     try:
         number = kind(str(value).strip()) if not isinstance(value, bool) else None
     except (TypeError, ValueError):

@@ -89,7 +89,8 @@ def test_a_site_run_that_fails_on_a_gate_leaves_an_archive_naming_the_gate_and_i
     summary = yaml.safe_load(files["summary.yaml"])
     assert summary["reachable"] is True
     assert summary["failure"]["task"] == (
-        "NVIDIA Network Operator - operator through OLM, its NicClusterPolicy, ready"
+        "NVIDIA Network Operator - operator through OLM, its NicClusterPolicy and NicNodePolicies, "
+        "ready"
     )
     assert summary["failure"]["message"].startswith("gate 'NicClusterPolicy ready' not reached")
     gate = summary["gate"]

@@ -248,7 +248,8 @@ def test_two_runs_at_once_end_in_the_objects_of_one_run(plane, one_run, tmp_path
 # Each task's duration at the end of the output (ansible.posix, which the ansible package carries).
 PROFILED = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"}
 WAIT_TASK = re.compile(
-    r"NVIDIA Network Operator - operator through OLM, its NicClusterPolicy, ready -+ ([0-9.]+)s"
+    r"NVIDIA Network Operator - operator through OLM, its NicClusterPolicy and NicNodePolicies, "
+    r"ready -+ ([0-9.]+)s"
 )
 
 

@@ -279,23 +279,23 @@ def gather(cluster, plan: dict, objects: list[dict], checks: list[Check] | None 
     checks = checks_of(plan) if checks is None else checks
     found: list[dict] = []
     not_served: set[tuple[str, str]] = set()
-    listed: set[tuple[str, str]] = set()
     reads = _reads(plan, objects, checks)
-    for read in (r for r in reads if r.name is None):
+    listed = {(r.api_version, r.kind) for r in reads if r.name is None}
+    # In the checks' order (the first read says whether this is OpenShift at all); an object of a
+    # kind that is listed comes with the list.
+    for read in reads:
         kind = (read.api_version, read.kind)
-        items = list_if_served(cluster, *kind)
+        if kind in not_served or (read.name is not None and kind in listed):
+            continue
+        if read.name is None:
+            items = list_if_served(cluster, *kind)
+        else:  # a kind not served has no such object either: nothing to tell apart
+            item = get_if_served(cluster, *kind, read.name, read.namespace)
+            items = [] if item is None else [item]
         if items is None:
             not_served.add(kind)
-        else:
-            listed.add(kind)
-            found += [{**item, "apiVersion": read.api_version, "kind": read.kind} for item in items]
-    for read in (r for r in reads if r.name is not None):
-        kind = (read.api_version, read.kind)
-        if kind in listed or kind in not_served:
-            continue  # the list has it, or the kind is not served
-        item = get_if_served(cluster, *kind, read.name, read.namespace)
-        if item is not None:
-            found.append({**item, "apiVersion": read.api_version, "kind": read.kind})
+            continue
+        found += [{**item, "apiVersion": read.api_version, "kind": read.kind} for item in items]
     return Facts(server=cluster.server, objects=tuple(found), not_served=frozenset(not_served))
 
 

@@ -62,8 +62,9 @@ class Setting:
     default: int | float
     description: tuple[str, ...]
     type: str = "int"  # or float
-    # The lowest value the step takes.
+    # The lowest value the step takes, and what it counts.
     minimum: int = 1
+    unit: str = "seconds"
 
 
 @dataclass(frozen=True)

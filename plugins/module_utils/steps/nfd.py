@@ -31,6 +31,7 @@ MIN_NODES = Setting(
     "nfd_min_nodes",
     1,
     ("How many nodes must carry the labels of an NVIDIA GPU and an NVIDIA NIC.",),
+    unit="nodes",
 )
 
 

@@ -447,7 +447,8 @@ def test_switching_every_group_off_a_method_removes_its_objects():
             "network-operator",
             "stable_seconds",
             -1,
-            "network_operator_ready_stable_seconds: got -1; expected a number of 0 or more",
+            "network_operator_ready_stable_seconds: got -1; expected a number of seconds of 0 or "
+            "more",
         ),
         (
             "gpu-operator",
