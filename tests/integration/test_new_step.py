@@ -51,7 +51,8 @@ def test_a_step_added_in_one_file_is_applied_converged_rendered_and_uninstalled(
     nodes_for(harness, "shared-device-roce")
     first = playbook(copy, control_plane, "site.yml", "-e", f"@{TIMEOUTS}")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
-    assert "training-account" in first.stdout
+    # The gpu_operator role's one task ran the new step after the GPU Operator's.
+    assert "TASK [gpudirect.rdma.gpu_operator : NVIDIA GPU Operator" in first.stdout
     found = account(core)
     assert found is not None
     assert found.metadata.labels == {
