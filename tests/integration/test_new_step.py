@@ -1,6 +1,6 @@
-"""A step added in one file (tests/new_step.py) reaches the cluster: from a copy of the collection
-with the step, site.yml applies its object and waits for its gate, a re-run writes nothing,
-render.yml writes its folder and uninstall.yml removes its object (the unit test follows it
+"""A step added in one file (tests/unit/new_step.py) reaches the cluster: from a copy of the
+collection with the step, site.yml applies its object and waits for its gate, a re-run writes
+nothing, render.yml writes its folder and uninstall.yml removes its object (the unit test follows it
 through check mode, preflight, diagnostics, RBAC and the docs)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT
 from tests.integration.helpers import playbook_command, playbook_env
 from tests.integration.test_site import TIMEOUTS, nodes_for, recap
-from tests.new_step import ACCOUNT, collection_with_new_step
+from tests.unit.new_step import ACCOUNT, collection_with_new_step
 
 INVENTORY = str(REPO_ROOT / "inventories" / "shared-device-roce")
 

@@ -1,7 +1,7 @@
 """A step added in one file (and its place in the table's order) reaches everything that reads
 the table: the role that runs it, site.yml's real run and its converged check (check mode),
 preflight, render, uninstall, diagnostics, the RBAC test and the documentation. The copy of the
-collection with the step (tests/new_step.py) is imported in a Python of its own; the real run
+collection with the step (tests/unit/new_step.py) is imported in a Python of its own; the real run
 against the API server is tests/integration/test_new_step.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from tests.new_step import REPO_ROOT, collection_with_new_step
+from tests.unit.new_step import REPO_ROOT, collection_with_new_step
 
 # Runs in a Python whose ansible_collections.gpudirect.rdma is the copy (argv[1]).
 SCRIPT = r"""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NAME = "training-account"
 ACCOUNT = "gpudirect-rdma-training"
 SETTING = "gpu_operator_training_account_timeout"
