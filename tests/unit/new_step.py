@@ -86,7 +86,7 @@ STEP = Step(
         Check(
             "training-account",
             check_account,
-            lambda plan: (Read(*KIND, NAME, plan["network_namespace"]),),
+            lambda plan, objects: (Read(*KIND, NAME, plan["network_namespace"]),),
         ),
     ),
 )

@@ -31,6 +31,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import STEPS
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.checks import (
+    CLUSTER_VERSION,
     SEVERITIES,
     Check,
     Facts,
@@ -38,7 +39,6 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.checks import
     finding,
 )
 
-CLUSTER_VERSION = ("config.openshift.io/v1", "ClusterVersion")
 CATALOG_SOURCE = ("operators.coreos.com/v1alpha1", "CatalogSource")
 OPERATOR_GROUP = ("operators.coreos.com/v1", "OperatorGroup")
 
@@ -243,11 +243,20 @@ def check_ownership(plan: dict, objects: list[dict], facts: Facts, take_over: bo
     return found
 
 
-# The checks of every run, before the steps': the reads of the objects to apply are ownership's.
+def _ownership_reads(plan: dict, objects: list[dict]) -> tuple[Read, ...]:
+    """Every object to apply, by its name, and the OperatorGroups beside them."""
+    named = (
+        Read(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
+        for o in objects
+    )
+    return (Read(*OPERATOR_GROUP), *named)
+
+
+# The checks of every run, before the steps'.
 EVERY_RUN = (
-    Check("openshift", check_openshift, lambda plan: (Read(*CLUSTER_VERSION, "version"),)),
-    Check("catalogs", check_catalogs, lambda plan: (Read(*CATALOG_SOURCE),)),
-    Check("ownership", check_ownership, lambda plan: (Read(*OPERATOR_GROUP),)),
+    Check("openshift", check_openshift, lambda plan, objects: (Read(*CLUSTER_VERSION, "version"),)),
+    Check("catalogs", check_catalogs, lambda plan, objects: (Read(*CATALOG_SOURCE),)),
+    Check("ownership", check_ownership, _ownership_reads),
 )
 
 
@@ -264,13 +273,7 @@ def checks_of(plan: dict) -> list[Check]:
 
 # -- gather (reads only) -----------------------------------------------------------------------
 def _reads(plan: dict, objects: list[dict], checks: list[Check]) -> list[Read]:
-    wanted = [read for check in checks for read in check.reads(plan)]
-    if any(check.name == "ownership" for check in checks):
-        wanted += [
-            Read(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
-            for o in objects
-        ]
-    return list(dict.fromkeys(wanted))
+    return list(dict.fromkeys(read for check in checks for read in check.reads(plan, objects)))
 
 
 def gather(cluster, plan: dict, objects: list[dict], checks: list[Check] | None = None) -> Facts:

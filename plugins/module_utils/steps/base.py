@@ -138,11 +138,6 @@ class Step:
     def setting(self, key: str) -> Setting | None:
         return next((s for s in self.settings if s.key == key), None)
 
-    def default(self, key: str):
-        """The declared default of one of the step's settings (None when it has no such one)."""
-        setting = self.setting(key)
-        return None if setting is None else setting.default
-
     def operand_objects(self, plan: dict, csv: dict | None = None) -> list[dict]:
         """The operand, each object labelled with the step's component."""
         return [labelled(obj, self.component) for obj in self.operand(plan, csv)]

@@ -24,6 +24,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 SEVERITIES = ("error", "warning", "ok", "skipped")
 NFD_LABEL_PREFIX = "feature.node.kubernetes.io/"
 NODE = ("v1", "Node")
+CLUSTER_VERSION = ("config.openshift.io/v1", "ClusterVersion")
 SRIOV_NODE_STATE = ("sriovnetwork.openshift.io/v1", "SriovNetworkNodeState")
 NIC_DEVICE = ("configuration.net.nvidia.com/v1alpha1", "NicDevice")
 
@@ -45,11 +46,12 @@ class Read:
 @dataclass(frozen=True)
 class Check:
     """A preflight check: its name (unique in the table; a check several steps share runs
-    once), what it reads, and (plan, the objects to apply, facts, take_over) -> findings."""
+    once), (plan, the objects to apply, facts, take_over) -> findings, and (plan, the objects
+    to apply) -> what it reads."""
 
     name: str
     judge: Callable[[dict, list[dict], Facts, bool], list[dict]]
-    reads: Callable[[dict], tuple[Read, ...]] = lambda plan: ()
+    reads: Callable[[dict, list[dict]], tuple[Read, ...]] = lambda plan, objects: ()
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ STEP = Step(
         Check(
             "cluster-policy",
             check_cluster_policy,
-            lambda plan: (Read(API_VERSION, "ClusterPolicy"),),
+            lambda plan, objects: (Read(API_VERSION, "ClusterPolicy"),),
         ),
     ),
 )

@@ -10,6 +10,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 
 from .base import EVERYWHERE, Setting, Step, deleted
 from .checks import (
+    CLUSTER_VERSION,
     NODE_READS,
     Check,
     Facts,
@@ -23,7 +24,6 @@ from .checks import (
 
 POOL_KIND = (machine_config.API_VERSION, "MachineConfigPool")
 INFRASTRUCTURE = ("config.openshift.io/v1", "Infrastructure")
-CLUSTER_VERSION = ("config.openshift.io/v1", "ClusterVersion")
 INTEL_NIC_LABEL = "feature.node.kubernetes.io/pci-8086.present"
 
 
@@ -141,11 +141,11 @@ STEP = Step(
     diagnostics=((*POOL_KIND, EVERYWHERE),),
     uninstall_gates=rolled_out,
     preflight=(
-        Check("irdma", check_irdma, lambda plan: NODE_READS),
+        Check("irdma", check_irdma, lambda plan, objects: NODE_READS),
         Check(
             "machine-configs",
             check_pool,
-            lambda plan: (
+            lambda plan, objects: (
                 *NODE_READS,
                 Read(*INFRASTRUCTURE, "cluster"),
                 Read(*CLUSTER_VERSION, "version"),

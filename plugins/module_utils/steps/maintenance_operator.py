@@ -69,7 +69,7 @@ STEP = Step(
         Check(
             "maintenance-operator",
             check_installed_elsewhere,
-            lambda plan: (Read(*SUBSCRIPTION),),
+            lambda plan, objects: (Read(*SUBSCRIPTION),),
         ),
     ),
 )

@@ -206,7 +206,7 @@ STEP = Step(
         Check(
             "nic-policies",
             check_nic_policies,
-            lambda plan: (
+            lambda plan, objects: (
                 *NODE_READS,
                 Read(network_operator.API_VERSION, "NicNodePolicy"),
                 Read(network_operator.API_VERSION, "NicClusterPolicy", network_operator.NAME),

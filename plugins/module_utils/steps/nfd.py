@@ -157,5 +157,5 @@ STEP = Step(
         MIN_NODES,
     ),
     wave=1,
-    preflight=(Check("nodes", check_nodes, lambda plan: NODE_READS),),
+    preflight=(Check("nodes", check_nodes, lambda plan, objects: NODE_READS),),
 )

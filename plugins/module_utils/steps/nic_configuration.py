@@ -161,7 +161,7 @@ STEP = Step(
         Check(
             "nic-configuration",
             check_nic_types,
-            lambda plan: (
+            lambda plan, objects: (
                 *NODE_READS,
                 Read(nic_configuration.API_VERSION, "NicDevice"),
                 Read(nic_configuration.API_VERSION, "NicConfigurationTemplate"),

@@ -331,16 +331,18 @@ def check_rdma_mode(plan: dict, objects: list[dict], facts: Facts, take_over: bo
 
 
 PREFLIGHT = (
-    Check("interfaces", check_interfaces, lambda plan: (*NODE_READS, *NIC_READS)),
+    Check("interfaces", check_interfaces, lambda plan, objects: (*NODE_READS, *NIC_READS)),
     Check(
         "method",
         check_methods,
-        lambda plan: tuple(Read(api_version, kind) for api_version, kind in method_kinds()),
+        lambda plan, objects: tuple(
+            Read(api_version, kind) for api_version, kind in method_kinds()
+        ),
     ),
     Check(
         "rdma-mode",
         check_rdma_mode,
-        lambda plan: (Read(sriov.API_VERSION, "SriovNetworkPoolConfig"),),
+        lambda plan, objects: (Read(sriov.API_VERSION, "SriovNetworkPoolConfig"),),
     ),
 )
 
