@@ -25,7 +25,10 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     Refused,
     key_of,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import FIELD_MANAGER
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+    FIELD_MANAGER,
+    Forbidden,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (
     Engine,
     PreflightFailed,
@@ -619,3 +622,21 @@ def test_preflight_reads_once_a_run_and_later_steps_judge_only_what_was_left_ski
     engine = Engine(cluster, other, check_mode=True, decided=later.verdict)
     engine.check()
     assert "openshift" in {f["check"] for f in engine.findings}
+
+
+def test_with_a_verdict_a_refused_read_still_stops_the_step():
+    """A step given a verdict judges only the checks left skipped; when the read they need is
+    refused, that refusal is the error, not an empty judgement."""
+    plan = build_plan(inputs("sriov-legacy-roce"))
+    cluster = converged_cluster(plan)
+    first = Engine(cluster, plan, check_mode=True)
+    first.check()
+    verdict = {**first.verdict, "pending": ["interfaces"]}
+
+    def refused(*_args, **_kwargs):
+        raise Forbidden(ApiError(403, "Forbidden", '{"message": "no"}'))
+
+    cluster.list = refused
+    with pytest.raises(PreflightFailed) as failed:
+        Engine(cluster, plan, check_mode=True, decided=verdict).check()
+    assert [f["check"] for f in failed.value.findings] == ["api"]
