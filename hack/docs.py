@@ -384,20 +384,14 @@ def sources(root: Path) -> dict[str, tuple[str, Callable[[], list[str]]]]:
     return known
 
 
-def yaml_sources(root: Path) -> dict[str, tuple[str, object]]:
-    """Every YAML block by its key: where it comes from and how it is written (indent -> lines)."""
-    known: dict[str, tuple[str, object]] = {}
+def yaml_sources(root: Path) -> dict[str, Callable[[str], list[str]]]:
+    """Every YAML block by its key: how it is written (indent -> lines); the module docstring
+    says where each comes from."""
+    known: dict[str, Callable[[str], list[str]]] = {}
     for role in roles(root):
-        source = f"{STEPS_SOURCE} and {FRAGMENT}"
-        known[f"options {role}"] = (
-            source,
-            lambda indent, role=role: options_block(root, role, indent),
-        )
+        known[f"options {role}"] = lambda indent, role=role: options_block(root, role, indent)
     for role in step_table(root)["roles"]:
-        known[f"defaults {role}"] = (
-            STEPS_SOURCE,
-            lambda indent, role=role: defaults_block(root, role, indent),
-        )
+        known[f"defaults {role}"] = lambda indent, role=role: defaults_block(root, role, indent)
     return known
 
 
@@ -412,27 +406,30 @@ def yaml_pages(root: Path) -> dict[str, list[str]]:
     return expected
 
 
-def render_yaml(root: Path, page: str, text: str, keys: list[str]) -> str:
-    known = yaml_sources(root)
-    found = [match.group("key").strip() for match in YAML_BLOCK.finditer(text)]
+def rewritten(page: str, text: str, keys: list[str], pattern: re.Pattern, layout: str, block):
+    """text with each generated block (pattern) written anew by block(match), or DocsError when
+    the page does not hold exactly the blocks keys, in order (layout: '<what> between <markers>',
+    how a page holds them)."""
+    found = [match.group("key").strip() for match in pattern.finditer(text)]
     if found != keys:
-        raise DocsError(
-            f"{page}: holds the blocks {found}, expected {keys} (each between "
-            "'# BEGIN GENERATED: <block>; ...' and '# END GENERATED', indented alike)"
-        )
+        noun, _between, markers = layout.partition(" ")
+        raise DocsError(f"{page}: holds the {noun} {found}, expected {keys} (each {markers})")
+    return pattern.sub(block, text)
+
+
+def render_yaml(root: Path, page: str, text: str, keys: list[str]) -> str:
+    """The YAML file with each generated block written anew."""
+    known = yaml_sources(root)
 
     def block(match: re.Match) -> str:
         key, indent = match.group("key").strip(), match.group("indent")
-        _source, write = known[key]
-        return "\n".join(
-            [
-                YAML_BEGIN.format(indent=indent, key=key),
-                *write(indent),
-                YAML_END.format(indent=indent),
-            ]
-        )
+        begin, end = YAML_BEGIN.format(indent=indent, key=key), YAML_END.format(indent=indent)
+        return "\n".join([begin, *known[key](indent), end])
 
-    return YAML_BLOCK.sub(block, text)
+    layout = (
+        "blocks between '# BEGIN GENERATED: <block>; ...' and '# END GENERATED', indented alike"
+    )
+    return rewritten(page, text, keys, YAML_BLOCK, layout, block)
 
 
 def pages(root: Path) -> dict[str, list[str]]:
@@ -452,19 +449,14 @@ def pages(root: Path) -> dict[str, list[str]]:
 def render(root: Path, page: str, text: str, keys: list[str]) -> str:
     """The page with each table written anew."""
     known = sources(root)
-    found = [match.group("key").strip() for match in BLOCK.finditer(text)]
-    if found != keys:
-        raise DocsError(
-            f"{page}: holds the tables {found}, expected {keys} (each between "
-            f"'<!-- BEGIN GENERATED: <table>; ... -->' and '{END}')"
-        )
 
     def block(match: re.Match) -> str:
         key = match.group("key").strip()
         source, write = known[key]
         return "\n".join([BEGIN.format(key=key, source=source), *write(), END])
 
-    return BLOCK.sub(block, text)
+    layout = f"tables between '<!-- BEGIN GENERATED: <table>; ... -->' and '{END}'"
+    return rewritten(page, text, keys, BLOCK, layout, block)
 
 
 def run(root: Path, check: bool) -> list[str]:
