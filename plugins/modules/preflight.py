@@ -120,16 +120,15 @@ warning_count:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-try:
-    from kubernetes.dynamic.exceptions import DynamicApiError
-except ImportError:  # pragma: no cover - Cluster reports the missing package
-    DynamicApiError = Exception
-
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.api import (  # noqa: E402
+    ApiError,
+    SettingsError,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (  # noqa: E402
+    ApiFailure,
     Cluster,
     Forbidden,
     argument_spec,
-    failing_clearly,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (  # noqa: E402
     Facts,
@@ -155,22 +154,22 @@ def run(module):
     objects = module.params["objects"]
     take_over = module.params["take_over"]
     try:
-        cluster = Cluster(module)  # the first contact: discovery of the served APIs
+        cluster = Cluster(module)
+        findings, _verdict = judge(cluster, plan, objects, take_over, cluster.server)
     except Forbidden as error:
         findings = evaluate(plan, objects, Facts(forbidden=str(error)), take_over)
-    except Exception as error:  # connection refused, TLS, 401: the summary says which
-        facts = Facts(api_error=f"{type(error).__name__}: {error}")
+    except ApiError as error:
+        if error.status != 401:  # logged in, but a read the checks need failed
+            module.fail_json(
+                msg=f"preflight could not read the cluster: {error.status} {error.reason}: "
+                f"{error.summary()}. The user running the playbook needs read access to "
+                "the kinds the collection manages."
+            )
+        findings = evaluate(plan, objects, Facts(api_error=str(error)), take_over)
+    except (ApiFailure, SettingsError) as error:  # no answer, TLS, an unusable kubeconfig
+        server = error.server if isinstance(error, ApiFailure) else None
+        facts = Facts(server=server or "", api_error=f"{type(error).__name__}: {error}")
         findings = evaluate(plan, objects, facts, take_over)
-    else:
-        with failing_clearly(module, cluster):
-            try:
-                findings, _verdict = judge(cluster, plan, objects, take_over, cluster.server)
-            except DynamicApiError as error:
-                module.fail_json(
-                    msg=f"preflight could not read the cluster: {error.status} {error.reason}: "
-                    f"{error.summary()}. The user running the playbook needs read access to "
-                    "the kinds the collection manages."
-                )
     lines = summary(findings)
     errors = sum(1 for f in findings if f["severity"] == "error")
     warnings = sum(1 for f in findings if f["severity"] == "warning")

@@ -8,26 +8,20 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import json
 import re
 import ssl
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-try:
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
-    HAS_KUBERNETES = True
-    IMPORT_ERROR = None
-except ImportError as error:  # pragma: no cover - reported by the module
-    HAS_KUBERNETES = False
-    IMPORT_ERROR = error
-    ResourceNotFoundError = Exception
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import api
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.api import (
+    ApiError,
+    SettingsError,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import RESOURCES
 
 FIELD_MANAGER = "gpudirect.rdma"
-_URLLIB3_PREFIX = re.compile(r"^(<[^>]*>|\w+ConnectionPool\([^)]*\)): ")
 
 # The RBAC the collection ships (rbac/ at the collection root): what a user needs to run
 # site.yml, verify.yml and uninstall.yml without being a cluster administrator.
@@ -112,23 +106,6 @@ class Forbidden(Exception):
         )
 
 
-def _explaining_refusals(request):
-    """request, raising Forbidden instead of the dynamic client's 403 error."""
-
-    @functools.wraps(request)
-    def explained(method, path, *args, **kwargs):
-        try:
-            return request(method, path, *args, **kwargs)
-        except Forbidden:
-            raise
-        except Exception as error:
-            if getattr(error, "status", None) == 403:
-                raise Forbidden(error, method, path) from None
-            raise
-
-    return explained
-
-
 class ApiFailure(Exception):
     """The API server did not answer (down, restarting, unreachable), or answered a request with
     an error nobody handled: what was being done, where, and why."""
@@ -160,21 +137,14 @@ def describe_status(error: BaseException) -> str:
 def _reason(error: BaseException) -> str:
     """The innermost cause of a connection error (refused, reset, timed out, TLS)."""
     cause = getattr(error, "reason", None) or error.__cause__ or error.__context__ or error
-    # urllib3 starts the text with its connection object or pool: "<...HTTPSConnection object
-    # at 0x7f...>: Failed to establish a new connection: [Errno 111] Connection refused"
-    return _URLLIB3_PREFIX.sub("", str(cause))
+    return str(cause)
 
 
 def server_of(error: BaseException) -> str | None:
-    """The API server a connection error names (urllib3 errors carry their pool, the
-    collection's ApiFailure its server)."""
+    """The API server a connection error names (api.Unreachable and ApiFailure carry it)."""
     if isinstance(getattr(error, "server", None), str):
         return error.server
-    pool = getattr(error, "pool", None)
-    host = getattr(pool, "host", None)
-    if not host:
-        return None
-    return f"{getattr(pool, 'scheme', 'https')}://{host}:{getattr(pool, 'port', '')}".rstrip(":")
+    return None
 
 
 def _connection_error(error: BaseException) -> bool:
@@ -182,15 +152,8 @@ def _connection_error(error: BaseException) -> bool:
     if isinstance(error, (NotServed, ApiFailure)) or getattr(error, "status", None) is not None:
         return False
     # Not any OSError: the collection's own TimeoutError (objects still there after a wait)
-    # is no connection error.
-    http_errors: tuple = (ConnectionError, ssl.SSLError)
-    try:
-        import urllib3.exceptions
-
-        http_errors += (urllib3.exceptions.HTTPError,)
-    except ImportError:  # pragma: no cover - the kubernetes package needs urllib3
-        pass
-    return isinstance(error, http_errors)
+    # is no connection error; api.Unreachable is a ConnectionError.
+    return isinstance(error, (ConnectionError, ssl.SSLError))
 
 
 def _api_status_error(error: BaseException) -> bool:
@@ -198,102 +161,123 @@ def _api_status_error(error: BaseException) -> bool:
     return getattr(error, "status", None) is not None and hasattr(error, "reason")
 
 
-def _as_read(_client, data: dict) -> dict:
-    """The response as the JSON decoder gave it: the dynamic client's ResourceInstance wraps
-    every field and costs more than the read itself for a list of 1,000 nodes."""
-    return data
+class Resource:
+    """Where the objects of one kind are served."""
+
+    def __init__(self, api_version: str, kind: str, plural: str, namespaced: bool):
+        self.api_version = api_version
+        self.kind = kind
+        self.plural = plural
+        self.namespaced = namespaced
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
+        root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        where = f"/namespaces/{namespace}" if namespace and self.namespaced else ""
+        return (
+            f"{root}{where}/{self.plural}"
+            + (f"/{name}" if name else "")
+            + (f"/{sub}" if sub else "")
+        )
+
+
+def _absent(error: ApiError, name: str) -> bool:
+    """A 404 that says the object is not there; any other 404 says the API server does not
+    serve the kind at all (a plain '404 page not found')."""
+    status = error.status_details() or {}
+    return status.get("reason") == "NotFound" and (status.get("details") or {}).get("name") == name
 
 
 class Cluster:
-    """A thin handle over the dynamic client. Every request it makes is remembered (request),
-    so that an API server that stops answering is reported with what was being done; and every
-    request goes through the client's request method, where a 403 becomes Forbidden."""
+    """The requests of the collection's modules (api.Api underneath). Every request it makes is
+    remembered (request), so that an API server that stops answering is reported with what was
+    being done; a 403 becomes Forbidden."""
 
     def __init__(self, module):
-        if not HAS_KUBERNETES:
-            module.fail_json(msg=f"the kubernetes Python package is required: {IMPORT_ERROR}")
         auth = {name: module.params.get(name) for name in AUTH_ARG_SPEC}
-        self.request = "connecting (discovery of the served APIs)"
+        self.request = "connecting"
         self._server = auth.get("host")
-        with self.requesting(self.request):
-            self.dynamic = get_api_client(**auth).client
-        self.dynamic.request = _explaining_refusals(self.dynamic.request)
+        self.api = api.Api(api.settings(auth))
         self._resources: dict = {}
 
     @property
     def server(self) -> str:
-        return self.dynamic.configuration.host
+        return self.api.server
 
     @contextlib.contextmanager
     def requesting(self, request: str):
         """Remember request; turn a connection error into ApiFailure naming it and the
-        server."""
+        server, and a 403 into Forbidden."""
         self.request = request
         try:
             yield
+        except ApiError as error:
+            if error.status == 403:
+                raise Forbidden(error, error.method, error.path) from None
+            raise  # API errors are the caller's to handle (a 404 often means "absent")
         except Exception as error:
             if not _connection_error(error):
-                raise  # API errors are the caller's to handle (a 404 often means "absent")
+                raise
             raise ApiFailure(request, self._address(error), error) from None
 
     def _address(self, error: BaseException | None = None) -> str | None:
-        dynamic = getattr(self, "dynamic", None)
-        if dynamic is not None:
-            return dynamic.configuration.host
+        connection = getattr(self, "api", None)
+        if connection is not None:
+            return connection.server
         return (error is not None and server_of(error)) or self._server
 
-    def resource(self, api_version: str, kind: str):
+    def resource(self, api_version: str, kind: str) -> Resource:
+        """The kind's resource: from kinds.RESOURCES, else from the API server's discovery
+        document of its group version (NotServed when it serves no such kind)."""
         key = (api_version, kind)
         if key not in self._resources:
-            if not self.group_version_served(api_version):
+            if key in RESOURCES:
+                self._resources[key] = Resource(api_version, kind, *RESOURCES[key])
+            elif (api_version, "") not in self._resources:  # its group version's, once
+                self._resources[(api_version, "")] = None
+                self._discover(api_version)
+            if key not in self._resources:
                 raise NotServed(api_version, kind)
-            try:
-                with self.requesting(f"looking up the {kind} ({api_version}) API"):
-                    self._resources[key] = self.dynamic.resources.get(
-                        api_version=api_version, kind=kind
-                    )
-            except ResourceNotFoundError:
-                raise NotServed(api_version, kind) from None
         return self._resources[key]
 
-    def group_version_served(self, api_version: str) -> bool:
-        """Whether the server serves the group version, asked without dropping the discovery
-        cache: a lookup that misses makes the dynamic client invalidate its cache and rediscover
-        every group it needs (a few requests in every module call that asks about a kind whose
-        operator is absent, such as PackageManifest). A group version in the cache is taken as
-        served (a kind gone since is still found missing by the lookup); any other costs one
-        GET of its discovery document."""
-        group, _slash, version = api_version.rpartition("/")
-        if not group:
-            return True  # the core group
-        cached = self.dynamic.resources.parse_api_groups(request_resources=False)
-        if version in (cached.get("apis") or {}).get(group, {}):
-            return True
-        from kubernetes.dynamic.exceptions import NotFoundError
-
+    def _discover(self, api_version: str) -> None:
+        path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
         try:
             with self.requesting(f"asking whether the API server serves {api_version}"):
-                self.dynamic.request("GET", f"/apis/{group}/{version}")
-        except NotFoundError:
-            return False
-        return True
+                found = self.api.request("GET", path)
+        except ApiError as error:
+            if error.status == 404:
+                return
+            raise
+        for entry in found.get("resources") or []:
+            if "/" not in entry.get("name", "/"):
+                key = (api_version, entry.get("kind"))
+                self._resources.setdefault(
+                    key, Resource(api_version, entry["kind"], entry["name"], entry["namespaced"])
+                )
+
+    def _call(self, request: str, resource: Resource, method: str, path: str, **kwargs):
+        """One request; a 404 that is no object's answer means the kind is not served."""
+        try:
+            with self.requesting(request):
+                return self.api.request(method, path, **kwargs)
+        except ApiError as error:
+            name = path.rsplit("/", 1)[-1]
+            if error.status == 404 and not _absent(error, name):
+                raise NotServed(resource.api_version, resource.kind) from None
+            raise
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None):
         """The object as a dict, or None when it does not exist."""
-        from kubernetes.dynamic.exceptions import NotFoundError
-
         resource = self.resource(api_version, kind)
         where = f"{namespace}/" if namespace and resource.namespaced else ""
         try:
-            with self.requesting(f"reading {kind} {where}{name}"):
-                found = resource.get(
-                    name=name,
-                    namespace=namespace if resource.namespaced else None,
-                    serializer=_as_read,
-                )
-        except NotFoundError:
-            return None
-        return found
+            return self._call(
+                f"reading {kind} {where}{name}", resource, "GET", resource.path(namespace, name)
+            )
+        except ApiError as error:
+            if error.status == 404:
+                return None
+            raise
 
     def list(
         self,
@@ -305,12 +289,14 @@ class Cluster:
         resource = self.resource(api_version, kind)
         where = f" in {namespace}" if namespace and resource.namespaced else ""
         which = f" matching {label_selector}" if label_selector else ""
-        with self.requesting(f"listing {kind}{where}{which}"):
-            found = resource.get(
-                namespace=namespace if resource.namespaced else None,
-                label_selector=label_selector,
-                serializer=_as_read,
-            )
+        query = {"labelSelector": label_selector} if label_selector else None
+        found = self._call(
+            f"listing {kind}{where}{which}",
+            resource,
+            "GET",
+            resource.path(namespace),
+            query=query,
+        )
         return found.get("items") or []
 
     def apply(self, obj: dict, dry_run: bool = False) -> dict:
@@ -320,38 +306,43 @@ class Cluster:
         metadata = obj["metadata"]
         where = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
         verb = "dry-run applying" if dry_run else "applying"
-        with self.requesting(f"{verb} {obj['kind']} {where}{metadata['name']}"):
-            return self.dynamic.server_side_apply(
-                resource,
-                body=obj,
-                namespace=metadata.get("namespace"),
-                field_manager=FIELD_MANAGER,
-                force_conflicts=True,
-                dry_run="All" if dry_run else None,
-                serializer=_as_read,
-            )
+        query = {"fieldManager": FIELD_MANAGER, "force": "true"}
+        if dry_run:
+            query["dryRun"] = "All"
+        return self._call(
+            f"{verb} {obj['kind']} {where}{metadata['name']}",
+            resource,
+            "PATCH",
+            resource.path(metadata.get("namespace"), metadata["name"]),
+            query=query,
+            body=obj,
+            content_type="application/apply-patch+yaml",
+        )
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
         """Delete one object; one that is already gone is what was asked."""
-        from kubernetes.dynamic.exceptions import NotFoundError
-
+        resource = self.resource(api_version, kind)
         where = f"{namespace}/" if namespace else ""
         try:
-            with self.requesting(f"deleting {kind} {where}{name}"):
-                self.resource(api_version, kind).delete(name=name, namespace=namespace)
-        except NotFoundError:
-            return
+            self._call(
+                f"deleting {kind} {where}{name}", resource, "DELETE", resource.path(namespace, name)
+            )
+        except ApiError as error:
+            if error.status != 404:
+                raise
 
     def patch(self, api_version: str, kind: str, name: str, namespace: str | None, body: dict):
         """A JSON merge patch of one object."""
+        resource = self.resource(api_version, kind)
         where = f"{namespace}/" if namespace else ""
-        with self.requesting(f"patching {kind} {where}{name}"):
-            return self.resource(api_version, kind).patch(
-                body=body,
-                name=name,
-                namespace=namespace,
-                content_type="application/merge-patch+json",
-            )
+        return self._call(
+            f"patching {kind} {where}{name}",
+            resource,
+            "PATCH",
+            resource.path(namespace, name),
+            body=body,
+            content_type="application/merge-patch+json",
+        )
 
     def log(
         self,
@@ -368,15 +359,12 @@ class Cluster:
             query.append(("tailLines", tail_lines))
         if previous:
             query.append(("previous", "true"))
+        pods = self.resource("v1", "Pod")
         with self.requesting(f"reading the log of {namespace}/{name} {container}"):
-            response = self.resource("v1", "Pod").log.get(
-                name=name,
-                namespace=namespace,
-                query_params=query,
-                serialize=False,
-                _request_timeout=timeout,
+            answer = self.api.request(
+                "GET", pods.path(namespace, name, "log"), query=query, timeout=timeout, raw=True
             )
-        return response.data.decode("utf-8", errors="replace")
+        return answer.decode("utf-8", errors="replace")
 
 
 def list_if_served(
@@ -414,6 +402,8 @@ def failing_clearly(module, cluster=None, so_far=dict, **result):
     except Exception as error:
         if isinstance(error, Forbidden):  # who may not do what, and the RBAC that allows it
             module.fail_json(msg=str(error), **reported())
+        elif isinstance(error, SettingsError):
+            module.fail_json(msg=f"cannot connect to the API server: {error}", **reported())
         elif isinstance(error, ApiFailure) or _api_status_error(error) or _connection_error(error):
             failure = error
             if not isinstance(error, ApiFailure):

@@ -16,6 +16,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
 
@@ -24,24 +25,31 @@ try:
 except ImportError:  # pragma: no cover - a requirement of the collection
     jmespath = None
 
-try:
-    from kubernetes.utils import parse_quantity
-except ImportError:  # pragma: no cover - client.Cluster reports the missing package
-    parse_quantity = None
-
 MISSING = object()
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+# A quantity's suffixes (resource.Quantity: binary, then decimal SI), as multipliers.
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1}
+_DECIMAL |= {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_QUANTITY = re.compile(
+    r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)$"
+)
+
+
 def quantity(value):
-    """A Kubernetes quantity as a number (kubernetes.utils.parse_quantity: 8, 2Ki, 1.5Gi, 500m),
-    or None when it is none."""
-    if isinstance(value, bool):
+    """A Kubernetes quantity as a Decimal (8, 2Ki, 1.5Gi, 500m, 1e3), or None when it is none;
+    the same numbers as the kubernetes package's parse_quantity (tests/unit compares them)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
         return None
-    try:
-        return parse_quantity(value)
-    except (ValueError, TypeError):
+    if not isinstance(value, str):
+        return Decimal(value)
+    found = _QUANTITY.match(value.strip())
+    if not found:
         return None
+    number, suffix = found.groups()
+    return Decimal(number) * (_BINARY.get(suffix) or _DECIMAL[suffix])
 
 
 def field_path(path) -> str:

@@ -1,37 +1,52 @@
-"""The connection's one place for refusals: a 403 from any request of the dynamic client
-becomes Forbidden, naming the user, the verb, the resource and where, and the RBAC the
-collection ships; other errors pass unchanged."""
+"""The connection's one place for refusals: a 403 from any request becomes Forbidden, naming
+the user, the verb, the resource and where, and the RBAC the collection ships; other errors pass
+unchanged."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from kubernetes.client.rest import ApiException
-from kubernetes.dynamic.exceptions import api_exception
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.api import ApiError
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     CLUSTER_ROLE,
     RBAC_BINDING_FILE,
     RBAC_FILE,
     VERIFY_ROLE,
+    Cluster,
     Forbidden,
-    _explaining_refusals,
 )
 
 
-def api_error(status: int, message: str):
-    """The dynamic client's error for an answer with this status and Status message."""
-    error = ApiException(status=status, reason="Forbidden" if status == 403 else "Not Found")
-    error.body = json.dumps({"kind": "Status", "message": message, "code": status})
-    return api_exception(error)
+def api_error(status: int, message: str) -> ApiError:
+    """The error for an answer with this status and Status message."""
+    body = json.dumps({"kind": "Status", "message": message, "code": status})
+    return ApiError(status, "Forbidden" if status == 403 else "Not Found", body.encode())
+
+
+class Answering:
+    """api.Api as far as Cluster uses it: every request answered by raising error."""
+
+    server = "https://127.0.0.1:6443"
+
+    def __init__(self, error):
+        self.error = error
+
+    def request(self, method, path, **_kwargs):
+        self.error.method, self.error.path = method, path
+        raise self.error
 
 
 def refusing(error):
-    def request(method, path, *args, **kwargs):
-        raise error
+    cluster = Cluster.__new__(Cluster)
+    cluster.api, cluster._resources, cluster._server = Answering(error), {}, None
 
-    return _explaining_refusals(request)
+    def request(method, path):
+        with cluster.requesting(f"{method} {path}"):
+            cluster.api.request(method, path)
+
+    return request
 
 
 def test_a_refusal_at_the_cluster_scope():

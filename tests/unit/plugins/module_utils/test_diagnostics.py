@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import pytest
 import yaml
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.api import Unreachable
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed, server_of
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics import (
     EVERYWHERE,
@@ -46,14 +47,9 @@ class ApiError(Exception):
         self.body = json.dumps({"kind": "Status", "message": message})
 
 
-class Pool:
-    scheme, host, port = "https", "api.example.com", 6443
-
-
-class Refused(Exception):
-    """Shaped like urllib3's MaxRetryError: no HTTP status, the pool it tried."""
-
-    pool = Pool()
+def refused() -> Unreachable:
+    """What the connection raises when nothing answers: no HTTP status, the server it tried."""
+    return Unreachable("https://api.example.com:6443", "[Errno 111] Connection refused")
 
 
 def obj(api_version, kind, name, namespace=None, labels=None, **fields):
@@ -450,7 +446,7 @@ def test_a_selector_gate_without_objects_lists_what_matches_now():
 def test_an_api_server_out_of_reach_still_gives_a_summary_saying_so():
     class Unreachable(FakeCluster):
         def list(self, *args, **kwargs):
-            raise Refused("HTTPSConnectionPool(host='api.example.com', port=6443): Max retries")
+            raise refused()
 
     gathered = gather(
         Unreachable([]), failure={"task": "t", "message": "m", "gate": GATE}, when=WHEN
@@ -460,8 +456,8 @@ def test_an_api_server_out_of_reach_still_gives_a_summary_saying_so():
     assert summary["reachable"] is False
     assert summary["api_server"] == "https://api.example.com:6443"
     assert summary["error"].startswith(
-        "the API server could not be reached; nothing was read from it: Refused: "
-        "HTTPSConnectionPool(host='api.example.com', port=6443)"
+        "the API server could not be reached; nothing was read from it: Unreachable: "
+        "[Errno 111] Connection refused"
     )
     assert summary["gate"]["objects"] == GATE["objects"]  # as the failure named them
 
@@ -471,7 +467,7 @@ def test_no_connection_at_all_gives_a_summary_with_the_error():
     summary = yaml.safe_load(gathered.files[SUMMARY])
     assert summary["error"].endswith("ConfigException: no kubeconfig")
     assert summary["failure"] == "none: gathered on demand"
-    assert server_of(Refused()) == "https://api.example.com:6443"
+    assert server_of(refused()) == "https://api.example.com:6443"
     assert server_of(ValueError()) is None
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
@@ -12,7 +14,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     decide,
     stale_fields,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import Cluster, NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
+    Cluster,
+    NotServed,
+    list_if_served,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import (
     OlmError,
     approve_install_plan,
@@ -522,37 +528,27 @@ def test_stable_for_passes_once_the_state_holds_long_enough():
     assert clock.now == pytest.approx(4.4)
 
 
-class RefusingResource:
-    namespaced = True
-
-    def get(self, **kwargs):
-        import urllib3
-
-        pool = urllib3.HTTPSConnectionPool("127.0.0.1", 6443)
-        raise urllib3.exceptions.MaxRetryError(
-            pool,
-            "/apis/mellanox.com/v1alpha1/nicclusterpolicies/nic-cluster-policy",
-            urllib3.exceptions.NewConnectionError(
-                pool, "Failed to establish a new connection: [Errno 111] Connection refused"
-            ),
-        )
-
-
 def test_an_api_server_that_stops_answering_is_reported_with_the_request_and_the_server():
+    import socket
+
+    from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import api
     from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
         ApiFailure,
         Cluster,
     )
 
+    with socket.socket() as taken:  # a port nothing listens on once closed
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
     cluster = Cluster.__new__(Cluster)
-    cluster._server = None
-    cluster._resources = {("mellanox.com/v1alpha1", "NicClusterPolicy"): RefusingResource()}
+    cluster._server, cluster._resources = None, {}
+    cluster.api = api.Api(api.Settings(server=f"https://127.0.0.1:{port}", verify=False))
     with pytest.raises(ApiFailure) as raised:
         cluster.get("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
     text = str(raised.value)
     assert text.startswith(
-        "the API server https://127.0.0.1:6443 did not answer while reading NicClusterPolicy "
-        "nic-cluster-policy: Failed to establish a new connection: [Errno 111] Connection refused."
+        f"the API server https://127.0.0.1:{port} did not answer while reading NicClusterPolicy "
+        "nic-cluster-policy: [Errno 111] Connection refused."
     )
     assert "run the playbook again" in text
     assert "Traceback" not in text and "object at 0x" not in text
@@ -569,77 +565,83 @@ def test_only_connection_errors_are_taken_for_an_api_server_that_does_not_answer
     assert not _connection_error(ValueError("a bug"))
 
 
-class FakeDiscovery:
-    """The dynamic client's discoverer and request(), as far as Cluster.resource uses them: a
-    lookup that misses invalidates the whole cache (counted), as kubernetes' LazyDiscoverer does."""
+class Discovery:
+    """api.Api as far as Cluster's lookups use it: discovery documents by group version, and
+    objects by path; every request recorded."""
 
-    def __init__(self, cached: dict, served: dict):
-        self.cached = cached  # group -> versions in the discovery cache
-        self.served = served  # (apiVersion, kind) -> resource the server serves
-        self.invalidations = 0
+    server = "https://127.0.0.1:6443"
+
+    def __init__(self, documents: dict, objects: dict | None = None):
+        self.documents = documents  # apiVersion -> its APIResourceList's resources
+        self.objects = objects or {}  # path -> object
         self.requests: list[str] = []
 
-    @property
-    def resources(self):
-        return self
-
-    def parse_api_groups(self, request_resources=False):
-        assert request_resources is False
-        return {"api": {"": {"v1": {}}}, "apis": self.cached}
-
-    def get(self, api_version, kind):
-        if (api_version, kind) not in self.served:
-            self.invalidations += 1
-            from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
-            raise ResourceNotFoundError(f"No matches found for {kind}")
-        return self.served[(api_version, kind)]
-
-    def request(self, method, path):
-        from kubernetes.dynamic.exceptions import NotFoundError
+    def request(self, method, path, **_kwargs):
+        from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.api import ApiError
 
         self.requests.append(f"{method} {path}")
-        group_version = path.removeprefix("/apis/")
-        if not any(api_version == group_version for api_version, _kind in self.served):
-            error = NotFoundError.__new__(NotFoundError)
-            raise error
-        return {}
+        version = path.removeprefix("/apis/").removeprefix("/api/")
+        if version in self.documents:
+            return {"resources": self.documents[version]}
+        if path in self.objects:
+            return self.objects[path]
+        if path.startswith(tuple(f"/apis/{v}/" for v in self.documents)):
+            name = path.rsplit("/", 1)[-1]
+            status = {"kind": "Status", "reason": "NotFound", "details": {"name": name}}
+            raise ApiError(404, "Not Found", json.dumps(status).encode(), method, path)
+        raise ApiError(404, "Not Found", b"404 page not found\n", method, path)
 
 
-def cluster_over(discovery: FakeDiscovery) -> Cluster:
+def cluster_over(discovery: Discovery) -> Cluster:
     cluster = Cluster.__new__(Cluster)
-    cluster.dynamic = discovery
-    cluster._resources = {}
+    cluster.api, cluster._resources, cluster._server = discovery, {}, None
     return cluster
 
 
-def test_a_kind_of_an_absent_group_is_not_served_without_dropping_the_discovery_cache():
-    discovery = FakeDiscovery(
-        cached={"operators.coreos.com": {"v1alpha1": {}}},
-        served={("operators.coreos.com/v1alpha1", "Subscription"): "subscriptions"},
-    )
+def test_a_kind_of_the_table_is_requested_without_discovery():
+    discovery = Discovery({})
     cluster = cluster_over(discovery)
-    with pytest.raises(NotServed, match="PackageManifest"):
-        cluster.resource("packages.operators.coreos.com/v1", "PackageManifest")
-    assert discovery.invalidations == 0
-    assert discovery.requests == ["GET /apis/packages.operators.coreos.com/v1"]
-    # A cached group version and the core group are looked up without a request.
-    assert cluster.resource("operators.coreos.com/v1alpha1", "Subscription") == "subscriptions"
-    discovery.served[("v1", "Node")] = "nodes"
-    assert cluster.resource("v1", "Node") == "nodes"
-    assert discovery.requests == ["GET /apis/packages.operators.coreos.com/v1"]
+    resource = cluster.resource("operators.coreos.com/v1alpha1", "Subscription")
+    assert resource.path("nvidia-gpu-operator", "gpu-operator-certified") == (
+        "/apis/operators.coreos.com/v1alpha1/namespaces/nvidia-gpu-operator/subscriptions/"
+        "gpu-operator-certified"
+    )
+    assert cluster.resource("v1", "Node").path(None, "worker-0") == "/api/v1/nodes/worker-0"
+    # Cluster-scoped: a namespace given is not part of the path.
+    assert cluster.resource("nvidia.com/v1", "ClusterPolicy").path("x") == (
+        "/apis/nvidia.com/v1/clusterpolicies"
+    )
+    assert discovery.requests == []
 
 
-def test_a_group_served_since_the_cache_was_written_is_found():
-    discovery = FakeDiscovery(
-        cached={}, served={("nvidia.com/v1", "ClusterPolicy"): "clusterpolicies"}
-    )
+def test_a_kind_not_in_the_table_is_discovered_once_per_group_version():
+    pods = {"name": "nvidiadrivers", "kind": "NVIDIADriver", "namespaced": False}
+    status = {"name": "nvidiadrivers/status", "kind": "NVIDIADriver", "namespaced": False}
+    discovery = Discovery({"nvidia.com/v1": [status, pods]})
     cluster = cluster_over(discovery)
-    assert cluster.resource("nvidia.com/v1", "ClusterPolicy") == "clusterpolicies"
-    assert discovery.requests == ["GET /apis/nvidia.com/v1"]
-    # A kind missing from a served group is still not served (the lookup says so).
+    assert cluster.resource("nvidia.com/v1", "NVIDIADriver").plural == "nvidiadrivers"
+    assert cluster.resource("nvidia.com/v1", "NVIDIADriver").namespaced is False
+    with pytest.raises(NotServed, match="Absent"):  # a kind its served group lacks
+        cluster.resource("nvidia.com/v1", "Absent")
+    with pytest.raises(NotServed, match="Other"):  # a group version not served at all
+        cluster.resource("example.com/v1", "Other")
+    assert discovery.requests == ["GET /apis/nvidia.com/v1", "GET /apis/example.com/v1"]
+
+
+def test_a_404_tells_an_absent_object_from_a_kind_not_served():
+    discovery = Discovery({"nvidia.com/v1": []})
+    cluster = cluster_over(discovery)
+    # The group is served, the object is not there: the server's Status names it.
+    assert cluster.get("nvidia.com/v1", "ClusterPolicy", "gpu-cluster-policy") is None
+    cluster.delete("nvidia.com/v1", "ClusterPolicy", "gpu-cluster-policy")  # gone is asked
+    # A plain '404 page not found': the operator that serves the kind is not installed.
+    with pytest.raises(NotServed, match="NicClusterPolicy"):
+        cluster.get("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
     with pytest.raises(NotServed):
-        cluster.resource("nvidia.com/v1", "NVIDIADriver")
+        cluster.list("mellanox.com/v1alpha1", "NicClusterPolicy")
+    with pytest.raises(NotServed):
+        cluster.delete("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
+    assert list_if_served(cluster, "mellanox.com/v1alpha1", "NicClusterPolicy") is None
 
 
 class AdmissionRefusal(Exception):

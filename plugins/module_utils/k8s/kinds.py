@@ -1,0 +1,62 @@
+"""The resources of the kinds the collection reads and writes: their plural names and whether they
+live in a namespace, so that a request needs no discovery first.
+
+The facts come from the kinds' CRDs (tests/unit compares every entry with the real CRDs under
+../shared/crds) and from the API server itself (tests/integration compares every entry with the
+discovery documents of the local control plane). A kind missing here is discovered on first use,
+one request per group version.
+"""
+
+from __future__ import annotations
+
+# (apiVersion, kind) -> (plural, namespaced)
+RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
+    ("v1", "ConfigMap"): ("configmaps", True),
+    ("v1", "Event"): ("events", True),
+    ("v1", "Namespace"): ("namespaces", False),
+    ("v1", "Node"): ("nodes", False),
+    ("v1", "Pod"): ("pods", True),
+    ("v1", "Secret"): ("secrets", True),
+    ("v1", "Service"): ("services", True),
+    ("config.openshift.io/v1", "ClusterVersion"): ("clusterversions", False),
+    ("config.openshift.io/v1", "Infrastructure"): ("infrastructures", False),
+    ("configuration.net.nvidia.com/v1alpha1", "NicConfigurationTemplate"): (
+        "nicconfigurationtemplates",
+        True,
+    ),
+    ("configuration.net.nvidia.com/v1alpha1", "NicDevice"): ("nicdevices", True),
+    ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"): (
+        "network-attachment-definitions",
+        True,
+    ),
+    ("machineconfiguration.openshift.io/v1", "MachineConfig"): ("machineconfigs", False),
+    ("machineconfiguration.openshift.io/v1", "MachineConfigPool"): ("machineconfigpools", False),
+    ("maintenance.nvidia.com/v1alpha1", "MaintenanceOperatorConfig"): (
+        "maintenanceoperatorconfigs",
+        True,
+    ),
+    ("maintenance.nvidia.com/v1alpha1", "NodeMaintenance"): ("nodemaintenances", True),
+    ("mellanox.com/v1alpha1", "HostDeviceNetwork"): ("hostdevicenetworks", False),
+    ("mellanox.com/v1alpha1", "IPoIBNetwork"): ("ipoibnetworks", False),
+    ("mellanox.com/v1alpha1", "MacvlanNetwork"): ("macvlannetworks", False),
+    ("mellanox.com/v1alpha1", "NicClusterPolicy"): ("nicclusterpolicies", False),
+    ("mellanox.com/v1alpha1", "NicNodePolicy"): ("nicnodepolicies", False),
+    ("nfd.openshift.io/v1", "NodeFeatureDiscovery"): ("nodefeaturediscoveries", True),
+    ("nv-ipam.nvidia.com/v1alpha1", "IPPool"): ("ippools", True),
+    ("nvidia.com/v1", "ClusterPolicy"): ("clusterpolicies", False),
+    ("operators.coreos.com/v1", "OperatorGroup"): ("operatorgroups", True),
+    ("operators.coreos.com/v1alpha1", "CatalogSource"): ("catalogsources", True),
+    ("operators.coreos.com/v1alpha1", "ClusterServiceVersion"): (
+        "clusterserviceversions",
+        True,
+    ),
+    ("operators.coreos.com/v1alpha1", "InstallPlan"): ("installplans", True),
+    ("operators.coreos.com/v1alpha1", "Subscription"): ("subscriptions", True),
+    ("packages.operators.coreos.com/v1", "PackageManifest"): ("packagemanifests", True),
+    ("sriovnetwork.openshift.io/v1", "SriovIBNetwork"): ("sriovibnetworks", True),
+    ("sriovnetwork.openshift.io/v1", "SriovNetwork"): ("sriovnetworks", True),
+    ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy"): ("sriovnetworknodepolicies", True),
+    ("sriovnetwork.openshift.io/v1", "SriovNetworkNodeState"): ("sriovnetworknodestates", True),
+    ("sriovnetwork.openshift.io/v1", "SriovNetworkPoolConfig"): ("sriovnetworkpoolconfigs", True),
+    ("sriovnetwork.openshift.io/v1", "SriovOperatorConfig"): ("sriovoperatorconfigs", True),
+}
