@@ -127,4 +127,4 @@ def test_the_tasks_environment_reaches_a_local_run(control_plane, namespace, tmp
     )
     assert not results["with environment"].get("failed"), results["with environment"]
     assert results["without"]["failed"]
-    assert "No configuration found" in results["without"]["msg"]
+    assert "no kubeconfig: none was given" in results["without"]["msg"]

@@ -18,6 +18,7 @@ import os
 import socket
 import ssl
 import tempfile
+import time
 import urllib.parse
 
 # kubernetes.core's option -> the kubernetes client's name of it (args_common.AUTH_ARG_MAP); the
@@ -42,6 +43,10 @@ PROXY_HEADER_OPTIONS = ("proxy_basic_auth", "basic_auth", "user_agent")
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 # A request's answer is awaited this long (a frozen API server is reported, not waited on).
 REQUEST_TIMEOUT = 60.0
+# An answer with Retry-After (429, 503) is asked again this many times in all, waiting as it says
+# (at most MAX_RETRY_AFTER seconds each time).
+RETRIES = 10
+MAX_RETRY_AFTER = 5.0
 USER_AGENT = "gpudirect.rdma"
 # What this module reads of a kubeconfig; a user or cluster with anything else is read by the
 # kubernetes package.
@@ -219,6 +224,13 @@ def from_kubeconfig(auth: dict, environ) -> Settings:
         with open(path, encoding="utf-8") as handle:
             config = _yaml(handle.read())
     except OSError as error:
+        if kubeconfig is None:  # none given: where kubectl would look
+            source = "KUBECONFIG" if environ.get("KUBECONFIG") else "the default"
+            raise SettingsError(
+                f"no kubeconfig: none was given (gpudirect_rdma_kubeconfig, K8S_AUTH_KUBECONFIG) "
+                f"and {source}, {path}, cannot be read ({error.strerror}); give one, or "
+                "gpudirect_rdma_host with gpudirect_rdma_api_key"
+            ) from None
         raise SettingsError(f"kubeconfig {path}: cannot be read: {error.strerror}") from None
     if not isinstance(config, dict):
         raise SettingsError(f"kubeconfig {path}: got {type(config).__name__}; expected a mapping")
@@ -392,6 +404,7 @@ class Api:
             pair = f"{found.username}:{found.password}".encode()
             self._headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
         self._connection: http.client.HTTPConnection | None = None
+        self.sleep = time.sleep
 
     def _connect(self, timeout: float) -> http.client.HTTPConnection:
         found = self.settings
@@ -445,7 +458,13 @@ class Api:
         headers = dict(self._headers)
         if data is not None:
             headers["Content-Type"] = content_type
-        status, reason, answer = self._exchange(method, url, data, headers, timeout)
+        for _attempt in range(RETRIES):
+            status, reason, answer, wait = self._exchange(method, url, data, headers, timeout)
+            # Asked to come back (a CRD's storage re-initializing after a restart, overload):
+            # the request was not served, so it is made again, as client-go does.
+            if wait is None or status not in (429, 503):
+                break
+            self.sleep(min(wait, MAX_RETRY_AFTER))
         if status >= 400:
             raise ApiError(status, reason, answer, method, path)
         if raw:
@@ -489,13 +508,28 @@ class Api:
                 raise Unreachable(self.server, _why(error, timeout)) from None
             if response.will_close:
                 self.close()
-            return response.status, response.reason, answer
+            return (
+                response.status,
+                response.reason,
+                answer,
+                _seconds(response.getheader("Retry-After")),
+            )
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+def _seconds(value: str | None) -> float | None:
+    """A Retry-After header's delay (seconds; a date is taken as one second)."""
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        return 1.0
 
 
 def _why(error: BaseException, timeout: float | None = None) -> str:

@@ -149,7 +149,10 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         body = json.dumps({"path": self.path}).encode()
         status = 404 if self.path.startswith("/missing") else 200
-        self.send_response(status)
+        busy = self.path.startswith("/busy") and len(Handler.answered) <= 2
+        self.send_response(429 if busy else status)
+        if busy:  # as a CRD's storage re-initializing after a restart answers
+            self.send_header("Retry-After", "1")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -187,3 +190,22 @@ def test_requests_keep_one_connection_and_open_another_when_the_server_closes_it
     with pytest.raises(api.ApiError) as raised:
         connection.request("GET", "/missing")
     assert (raised.value.status, raised.value.path) == (404, "/missing")
+
+
+def test_an_answer_asking_to_come_back_later_is_asked_again(server):
+    connection = api.Api(api.Settings(server=server))
+    waits = []
+    connection.sleep = waits.append
+    assert connection.request("GET", "/busy") == {"path": "/busy"}
+    assert waits == [1.0, 1.0]  # two 429 answers with Retry-After: 1, then 200
+
+
+def test_without_any_kubeconfig_the_error_says_where_it_looked(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(api.SettingsError) as raised:
+        api.settings({}, environ={})
+    assert str(raised.value) == (
+        "no kubeconfig: none was given (gpudirect_rdma_kubeconfig, K8S_AUTH_KUBECONFIG) and the "
+        f"default, {tmp_path}/.kube/config, cannot be read (No such file or directory); give "
+        "one, or gpudirect_rdma_host with gpudirect_rdma_api_key"
+    )
