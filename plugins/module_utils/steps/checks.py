@@ -97,7 +97,12 @@ def matching(selector: dict, nodes: list[dict]) -> list[dict]:
 
 
 def nfd_labelled(facts: Facts) -> bool:
-    return any(k.startswith(NFD_LABEL_PREFIX) for n in facts.nodes for k in n["labels"])
+    return any(nfd_labelled_node(n) for n in facts.nodes)
+
+
+def nfd_labelled_node(node: dict) -> bool:
+    """Whether NFD has labelled the node ({"name", "labels"})."""
+    return any(k.startswith(NFD_LABEL_PREFIX) for k in node["labels"])
 
 
 def variable(view: dict, key: str) -> str:

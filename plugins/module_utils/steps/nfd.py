@@ -11,7 +11,17 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nfd import
 )
 
 from .base import Operator, Setting, Step, install_timeout
-from .checks import NODE_READS, Check, Facts, finding, matching, nfd_labelled, variable, which
+from .checks import (
+    NODE_READS,
+    Check,
+    Facts,
+    finding,
+    matching,
+    nfd_labelled,
+    nfd_labelled_node,
+    variable,
+    which,
+)
 
 OPERATOR = Operator(
     key="nfd",
@@ -108,6 +118,18 @@ def _group_nodes(view: dict, facts: Facts) -> list[dict]:
             )
         ]
     with_gpu = [n["name"] for n in selected if n["labels"].get(GPU_LABEL) == "true"]
+    unlabelled = [n["name"] for n in selected if not nfd_labelled_node(n)]
+    if not with_gpu and unlabelled:
+        # Nodes that joined since NFD last labelled (it labels one node after another): their
+        # GPUs are not known yet, so the check waits for the nfd role's gate.
+        return [
+            finding(
+                "nodes",
+                "skipped",
+                f"{which(view)}NFD has not labelled {', '.join(unlabelled)} yet: checked once it "
+                "has (the nfd role waits for its labels)",
+            )
+        ]
     if not with_gpu:
         return [
             finding(

@@ -565,6 +565,28 @@ def test_a_group_that_matches_no_node_is_an_error_naming_the_group_and_its_selec
     ]
 
 
+def test_a_group_whose_nodes_nfd_has_not_labelled_yet_waits_for_nfd():
+    """NFD labels one node after another: a group of new nodes without its labels yet is judged
+    later (skipped, so the steps after NFD judge it), while another group's nodes are judged."""
+    plan = plan_of("node-groups")
+    facts = healthy(plan)
+    for node in facts.nodes:
+        if "h100" in node["name"]:
+            node["labels"] = {k: v for k, v in node["labels"].items() if k not in NFD}
+    findings, _checks = run(plan, facts)
+    assert messages(findings, "skipped") == [
+        "nodes: group h100: NFD has not labelled worker-h100-0, worker-h100-1 yet: checked once "
+        "it has (the nfd role waits for its labels)"
+    ]
+    assert messages(findings, "error") == []
+    # Labelled, and still no GPU: that is an error.
+    for node in facts.nodes:
+        if "h100" in node["name"]:
+            node["labels"]["feature.node.kubernetes.io/pci-15b3.present"] = "true"
+    findings, _checks = run(plan, facts)
+    assert any("group h100: none of the nodes" in m for m in messages(findings, "error"))
+
+
 def test_a_group_whose_interfaces_its_nodes_lack_is_an_error_naming_the_group():
     plan = plan_of("node-groups")
     facts = healthy(plan)
