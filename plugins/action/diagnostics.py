@@ -6,5 +6,10 @@ from __future__ import annotations
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
     ConnectionAction as ActionModule,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
+    preload,
+)
+
+preload("gpudirect.rdma.diagnostics")
 
 __all__ = ["ActionModule"]

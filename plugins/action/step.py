@@ -23,6 +23,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plai
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
     ModuleAction,
     connection_args,
+    preload,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import (
@@ -31,6 +32,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import (
 )
 
 MODULE = "gpudirect.rdma.step"
+preload(MODULE)
 # The run's preflight verdict: set by each step task, read by the next.
 PREFLIGHT_FACT = "gpudirect_rdma_preflight"
 TYPES = {"int": int, "float": float}

@@ -40,6 +40,16 @@ MODULES_PACKAGE = "ansible_collections.gpudirect.rdma.plugins.modules."
 K8S = "ansible_collections.gpudirect.rdma.plugins.module_utils.k8s."
 
 
+def preload(module_name: str) -> None:
+    """Import the module's code now. Ansible's strategy loads a task's action plugin in its own
+    process before it forks the worker that runs the task, so each worker finds the code already
+    imported instead of compiling it again (Ansible's collection loader keeps no bytecode: about
+    0.05 s for the engine's modules, in every task)."""
+    code = importlib.import_module(MODULES_PACKAGE + module_name[len(COLLECTION) :])
+    if hasattr(code, "body"):
+        importlib.import_module(K8S + "module")
+
+
 def connection_args(args: dict, task_vars: dict, template) -> dict:
     """args with the connection options the gpudirect_rdma_* variables give and args lack."""
     found = dict(args)
