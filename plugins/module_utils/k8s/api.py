@@ -118,9 +118,10 @@ class Settings:
     headers: dict = dataclasses.field(default_factory=dict)
 
 
-def auth_options(params: dict, environ=os.environ) -> dict:
+def auth_options(params: dict, environ=None) -> dict:
     """The connection options as kubernetes.core takes them: each set one, else its K8S_AUTH_*
     variable (booleans as 'false', 'no', '0' or anything else)."""
+    environ = os.environ if environ is None else environ
     found = {}
     for option, client_name in AUTH_OPTIONS.items():
         value = params.get(option)
@@ -147,11 +148,12 @@ def auth_options(params: dict, environ=os.environ) -> dict:
     return found
 
 
-def settings(params: dict, environ=os.environ) -> Settings:
+def settings(params: dict, environ=None) -> Settings:
     """Where the API server is and how to log in, decided as kubernetes.core decides: host with
     a token, a password or a client certificate needs nothing else; else the kubeconfig (the
     option, else KUBECONFIG, else ~/.kube/config), the pod's service account first when neither
     kubeconfig nor context is given; then every option given overrides what that said."""
+    environ = os.environ if environ is None else environ
     auth = auth_options(params, environ)
     explicit = auth.get("host") and (
         (auth.get("username") and auth.get("password"))
