@@ -97,6 +97,15 @@ class World:
         self.custom = client.CustomObjectsApi(self.api_client)
 
 
+def follows_the_clock(knobs: dict) -> bool:
+    """Whether a knob makes the simulator act on time passing rather than on writes: a delay
+    between steps, or an operator's readiness flapping."""
+    flapping = any(
+        (knobs.get(name) or {}).get("flap_seconds") for name in ("network_operator", "gpu_operator")
+    )
+    return bool(knobs.get("delay_seconds")) or flapping
+
+
 class DelayGate:
     """Lets a step happen only once delay_seconds have passed since the step was first due."""
 
@@ -177,10 +186,12 @@ def write_knobs(api_client: client.ApiClient, knobs: dict) -> None:
 class Simulator:
     """The loop: every `interval` it asks the API server whether anything was written since its
     last tick (the store's revision, one cheap list), and ticks only then, or once `idle` seconds
-    have passed without a tick (for what follows the clock: delays, flapping). A tick that writes
-    changes the revision, so the next one runs at once: a CSV still walks its phases a tick
-    apart. When nothing is written, the simulator costs the API server one small list per
-    interval instead of a full tick's forty."""
+    have passed without a tick while something follows the clock (a delay or flapping knob, or a
+    controller's request the API server refused, tried again), else once `quiet` seconds have.
+    A tick that writes changes the revision, so the next one runs at once: a CSV still walks its
+    phases a tick apart. When nothing is written, the simulator costs the API server one small
+    list per interval instead of a full tick's forty (those cost a quiet control plane about a
+    tenth of a core, with one plane per test worker)."""
 
     def __init__(
         self,
@@ -188,11 +199,14 @@ class Simulator:
         controllers: list,
         interval: float = 0.2,
         idle: float = 1.0,
+        quiet: float = 10.0,
     ):
         self.api_client = api_client
         self.controllers = controllers
         self.interval = interval
         self.idle = idle
+        self.quiet = quiet
+        self.clock_bound = True  # until the first tick has read the knobs
 
     def revision(self) -> str:
         """The store's revision: the resourceVersion of a list, which moves with every write to
@@ -204,12 +218,15 @@ class Simulator:
 
     def tick(self) -> None:
         world = World(self.api_client, read_knobs(client.CoreV1Api(self.api_client)))
+        refused = False
         for controller in self.controllers:
             try:
                 controller.reconcile(world)
             except ApiException as error:
                 # Conflicts and races with the collection are normal: try again next tick.
                 log.debug("%s: %s %s", controller.name, error.status, error.reason)
+                refused = True
+        self.clock_bound = refused or follows_the_clock(world.knobs)
 
     def run(self, stop: threading.Event) -> None:
         unreachable_since = None
@@ -218,17 +235,20 @@ class Simulator:
         while not stop.is_set():
             try:
                 revision = self.revision()
-                if revision != seen or time.monotonic() - last_tick >= self.idle:
+                idle = self.idle if self.clock_bound else self.quiet
+                if revision != seen or time.monotonic() - last_tick >= idle:
                     seen, last_tick = revision, time.monotonic()
                     self.tick()
             except urllib3.exceptions.HTTPError as error:
                 # The API server went away (a fault test kills it): one line, then quiet until
                 # it answers again.
+                self.clock_bound = True  # once it answers, tick without waiting for a write
                 if unreachable_since is None:
                     unreachable_since = time.monotonic()
                     log.warning("API server unreachable (%s); retrying every tick", error)
             except Exception:  # the loop must outlive one bad tick; the log says what broke
                 log.exception("tick failed")
+                self.clock_bound = True
             else:
                 if unreachable_since is not None:
                     log.warning(
