@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -266,6 +267,37 @@ def debug_playbook(path: Path) -> Path:
     return path
 
 
+def floor_playbooks(work: Path) -> dict[str, Path]:
+    """Two playbooks of the converged site.yml's shape (five tasks: three actions, a debug line,
+    meta: end_play), to tell what its time over one debug task is made of: five_tasks (three
+    set_fact) is Ansible's own cost of five tasks; five_tasks_code has as its first task an
+    action that only imports the collection's code as the converged run does
+    (action_plugins/import_collection_code.py, beside the playbook), which Ansible's collection
+    loader compiles from source in every run."""
+    shutil.copytree(Path(__file__).parent / "action_plugins", work / "action_plugins")
+    facts = [{"name": f"Fact {n}", "ansible.builtin.set_fact": {f"fact_{n}": n}} for n in (1, 2)]
+    tail = [
+        {"name": "Say", "ansible.builtin.debug": {"msg": "x"}},
+        {"name": "End", "ansible.builtin.meta": "end_play"},
+    ]
+    firsts = {
+        "five_tasks": {"name": "Fact 0", "ansible.builtin.set_fact": {"fact_0": 0}},
+        "five_tasks_code": {"name": "Import the code", "import_collection_code": {}},
+    }
+    paths = {}
+    for name, first in firsts.items():
+        play = {
+            "name": name,
+            "hosts": "localhost",
+            "connection": "local",
+            "gather_facts": False,
+            "tasks": [first, *facts, *tail],
+        }
+        paths[name] = work / f"{name}.yml"
+        paths[name].write_text(yaml.safe_dump([play], sort_keys=False))
+    return paths
+
+
 def side_by_side(plane, kubectl: str, inventory_dir: Path, work: Path, extra: list[str]) -> dict:
     """The converged re-run of site.yml, ansible-playbook running one debug task on the same
     inventory (the floor of any playbook), one kubernetes.core.k8s task applying the same
@@ -295,7 +327,15 @@ def side_by_side(plane, kubectl: str, inventory_dir: Path, work: Path, extra: li
     playbook = k8s_task_playbook(work / "k8s-task.yml", tree, kubectl)
     ansible_playbook(playbook, kubeconfig=plane.kubeconfig)
     debug = debug_playbook(work / "debug.yml")
-    walls: dict[str, list[float]] = {"site": [], "debug": [], "k8s_task": [], "floor": []}
+    floors = floor_playbooks(work)
+    walls: dict[str, list[float]] = {
+        "site": [],
+        "debug": [],
+        "five_tasks": [],
+        "five_tasks_code": [],
+        "k8s_task": [],
+        "floor": [],
+    }
     writes = 0
     for _round in range(ROUNDS):
         audit = AuditLog(plane.audit_log).mark()
@@ -310,6 +350,12 @@ def side_by_side(plane, kubectl: str, inventory_dir: Path, work: Path, extra: li
                 debug, "-i", str(inventory_dir), *extra, kubeconfig=plane.kubeconfig
             ).wall
         )
+        for name, path in floors.items():
+            walls[name].append(
+                ansible_playbook(
+                    path, "-i", str(inventory_dir), *extra, kubeconfig=plane.kubeconfig
+                ).wall
+            )
         walls["k8s_task"].append(
             ansible_playbook(playbook, "--check", kubeconfig=plane.kubeconfig).wall
         )
@@ -322,6 +368,8 @@ def side_by_side(plane, kubectl: str, inventory_dir: Path, work: Path, extra: li
         "site_writes": writes,
         "site_over_k8s_task": round(medians["site"] / medians["k8s_task"], 2),
         "site_over_debug": round(medians["site"] / medians["debug"], 2),
+        "five_tasks_over_debug": round(medians["five_tasks"] / medians["debug"], 2),
+        "five_tasks_code_over_debug": round(medians["five_tasks_code"] / medians["debug"], 2),
     }
 
 
@@ -351,6 +399,13 @@ def rerun(plane, harness, kubectl: str, work: Path, methods) -> dict:
             f"  {name}: startup {r['startup_seconds']} s, tasks {r['tasks_seconds']} s "
             f"(module tasks {r['module_tasks_seconds']} s), teardown {r['teardown_seconds']} s; "
             f"modules {r['module_invocations_by_action']}; requests {r['requests_by_verb']}"
+        )
+        side = r["side_by_side"]
+        print(
+            f"    the same five tasks as site's converged run: {side['medians']['five_tasks']} s "
+            f"({side['five_tasks_over_debug']}x debug); with the collection's code imported "
+            f"(nothing done): {side['medians']['five_tasks_code']} s "
+            f"({side['five_tasks_code_over_debug']}x debug)"
         )
         print(f"    every round: {r['side_by_side']['walls']}")
         print(f"    requests by resource: {r['requests_by_resource']}")
