@@ -5,7 +5,10 @@ table against the real CRDs; requests over a kept-alive connection against a loc
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
+import select
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -209,3 +212,69 @@ def test_without_any_kubeconfig_the_error_says_where_it_looked(tmp_path, monkeyp
         f"default, {tmp_path}/.kube/config, cannot be read (No such file or directory); give "
         "one, or gpudirect_rdma_host with gpudirect_rdma_api_key"
     )
+
+
+def test_in_a_pod_the_service_account_is_used_before_any_kubeconfig(tmp_path, monkeypatch):
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text("pod-token\n")
+    (account / "ca.crt").write_text(CA)
+    monkeypatch.setattr(api, "SERVICE_ACCOUNT", str(account))
+    path = kubeconfig(tmp_path, {"token": "from-file"})
+    environ = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    found = api.settings({}, environ={**environ, "KUBECONFIG": path})
+    assert (found.server, found.token) == ("https://10.0.0.1:443", "pod-token")
+    assert found.ca_file == str(account / "ca.crt")
+    # A kubeconfig or context given wins over the pod's account, as with kubernetes.core.
+    found = api.settings({"kubeconfig": path}, environ=environ)
+    assert (found.server, found.token) == ("https://api.lab:6443", "from-file")
+    found = api.settings({}, environ={**environ, "KUBERNETES_SERVICE_HOST": "fd00::1"})
+    assert found.server == "https://[fd00::1]:443"
+
+
+class Tunnel(BaseHTTPRequestHandler):
+    """An HTTP proxy that only tunnels (CONNECT), as a corporate proxy in front of an API server
+    does; it records each tunnel asked for and its Proxy-Authorization."""
+
+    asked: list = []
+
+    def do_CONNECT(self):
+        Tunnel.asked.append((self.path, self.headers.get("Proxy-Authorization")))
+        host, port = self.path.rsplit(":", 1)
+        with socket.create_connection((host, int(port))) as upstream:
+            self.send_response(200, "Connection established")
+            self.end_headers()
+            ends = [self.connection, upstream]
+            while True:
+                ready, _w, _x = select.select(ends, [], [], 5)
+                if not ready:
+                    return
+                for end in ready:
+                    data = end.recv(65536)
+                    if not data:
+                        return
+                    (upstream if end is self.connection else self.connection).sendall(data)
+
+    def log_message(self, *_args):
+        pass
+
+
+def test_a_proxy_is_asked_for_a_tunnel_unless_no_proxy_names_the_server(server):
+    Tunnel.asked = []
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Tunnel)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        through = api.Settings(
+            server=server,
+            proxy=f"http://127.0.0.1:{proxy.server_address[1]}",
+            proxy_headers={"proxy_basic_auth": "user:secret"},
+        )
+        assert api.Api(through).request("GET", "/a") == {"path": "/a"}
+        target = server.removeprefix("http://")
+        assert Tunnel.asked == [(target, "Basic " + base64.b64encode(b"user:secret").decode())]
+        direct = dataclasses.replace(through, no_proxy="localhost,127.0.0.1")
+        assert api.Api(direct).request("GET", "/b") == {"path": "/b"}
+        assert len(Tunnel.asked) == 1
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
