@@ -11,10 +11,10 @@ STATE_DIR ?= .envtest
 # make test runs its own control plane, so a demo cluster in $(STATE_DIR) is left alone.
 TEST_STATE_DIR ?= .envtest/test
 # pytest-xdist workers: unit tests, and integration tests each on a control plane of its own
-# (tests/integration/conftest.py). The integration tests mostly wait on the simulator: three
-# workers keep a 2-core machine busy (13 min instead of 16 with two).
+# (tests/integration/conftest.py). The integration tests mostly wait on the simulator: more
+# workers than cores keep a 2-core machine busy (13 min with three, 16 with two).
 UNIT_WORKERS ?= 2
-INTEGRATION_WORKERS ?= 3
+INTEGRATION_WORKERS ?= 4
 export PATH := $(BIN):$(PATH)
 export PYTHONPATH := $(CURDIR)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
