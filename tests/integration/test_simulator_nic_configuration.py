@@ -303,6 +303,12 @@ def _device(custom, namespace, name):
         raise
 
 
+def _device_with_status(custom, namespace, name):
+    """The NicDevice once the simulator has written its status (it creates the object first)."""
+    device = _device(custom, namespace, name)
+    return device if device and device.get("status") else None
+
+
 def _devices_of(custom, namespace, node):
     return sorted(
         (
@@ -617,8 +623,8 @@ def test_nodes_command_takes_the_nic_type(control_plane, custom, core, operators
     try:
         assert '"nicType": "1023"' in core.read_node(node).metadata.annotations[HARDWARE_ANNOTATION]
         device = wait_for(
-            lambda: _device(custom, operators["network"], f"{node}-1023-0000-08-00"),
-            what="the ConnectX-8's NicDevice",
+            lambda: _device_with_status(custom, operators["network"], f"{node}-1023-0000-08-00"),
+            what="the ConnectX-8's NicDevice and its status",
         )
         assert device["status"]["modelName"] == "ConnectX-8"
     finally:
