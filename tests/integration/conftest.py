@@ -2,7 +2,7 @@
 
 `make integration` starts one control plane (with the simulator) and passes its state directory
 in GPUDIRECT_RDMA_STATE_DIR; run alone, pytest starts its own in a temporary directory and stops
-it at the end. With pytest-xdist (`make integration` runs `-n 2 --dist loadfile`: the tests
+it at the end. With pytest-xdist (`make integration` runs `-n 4 --dist loadfile`: the tests
 wait on the simulator far more than they compute), the first worker takes that control plane and
 every other worker starts one of its own, so no two tests ever share a cluster at once; a test
 file's tests run in one worker, in their order.

@@ -2,9 +2,10 @@
 runs the pods' own script on a made-up node (sysfs, `nvidia-smi topo -m` from the node's
 hardware as the real tool writes it, an ib_write_bw stand-in shaped like real runs) and serves
 its logs. A passing pair, a pair below its floor (set, or from the ports' rate), a pair without
-GPU memory, eight rails each on the GPU next to its NIC, a NIC no GPU shares a switch with, a
-faster fabric that asks for more; the pods are gone after each run. And the test pods of all
-example configurations are accepted by the API server as they are."""
+GPU memory, a NIC no GPU shares a switch with, ACS on, a faster fabric that asks for more; the
+pods are gone after each run. And the test pods of all example configurations are accepted by
+the API server as they are. Eight rails and node groups: test_verify_groups.py; the other
+example configurations: test_verify_configurations.py."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from kubernetes import dynamic
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_pods import verify_pods
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client
-from tests.integration.browser import open_page, page_errors
 from tests.integration.helpers import server_side_dry_run
 from tests.integration.test_site import TIMEOUTS, nodes_for, recap, site
 from tests.simulator.nodes import HARDWARE_ANNOTATION, Hardware, Nic, register_nodes, remove_nodes
@@ -152,46 +152,6 @@ def test_a_client_that_cannot_connect_fails_with_perftests_hint(
     assert verify_pods_left(core) == []
 
 
-def test_eight_rails_eight_pairs(run_playbook, harness, core, tmp_path):
-    nodes_for(harness, "multi-rail-hgx")
-    site(run_playbook, "multi-rail-hgx")
-    result = verify(run_playbook, "multi-rail-hgx", tmp_path, "-e", "verify_nccl=true")
-    assert recap(result.stdout)["failed"] == 0
-    report = json.loads((tmp_path / "verify-report.json").read_text())
-    # NCCL over all eight rails (NCCL_IB_HCA from the ConfigMap), 16 ranks, about 8 x 24 GB/s.
-    (run,) = report["nccl"]
-    assert run["passed"] and run["devices"] == [f"mlx5_{i}:1" for i in range(8)]
-    assert run["ranks"] == 16 and run["max_busbw_gbytes"] > 150
-    assert [p["resource"] for p in report["pairs"]] == [
-        f"rdma/rdma_shared_device_eth_rail{i}" for i in range(8)
-    ]
-    assert [p["network"] for p in report["pairs"]] == [f"rdmashared-net-rail{i}" for i in range(8)]
-    assert all(p["passed"] for p in report["pairs"])
-    # Each rail on the GPU on its NIC's PCIe switch, on both nodes: GPU N next to mlx5_N.
-    for side in ("server_gpu", "client_gpu"):
-        assert [(p[side]["gpu"], p[side]["nic"], p[side]["relation"]) for p in report["pairs"]] == [
-            (i, f"mlx5_{i}", "PIX") for i in range(8)
-        ]
-    assert len({p["server_gpu"]["bus_id"] for p in report["pairs"]}) == 8
-    assert verify_pods_left(core) == []
-    # The JUnit file as a JUnit reader reads it; the page as a real browser renders it.
-    suite, host, nccl = list(junitparser.JUnitXml.fromfile(str(tmp_path / "verify-report.xml")))
-    assert (suite.tests, suite.failures) == (8, 0)
-    assert (nccl.tests, nccl.failures) == (1, 0)
-    assert (host.tests, host.failures) == (2 * (2 + 3 * 8), 0)
-    report_checks = json.loads((tmp_path / "verify-report.json").read_text())["host_checks"]
-    assert {f["status"] for f in report_checks} == {"ok"}, "MTU 9000 on every rail, no ACS"
-    assert [c.name for c in suite][7] == "rail 7 worker-0 -> worker-1"
-    dom, picture, log = open_page(tmp_path / "verify-report.html", "verify-report-hgx.png")
-    assert page_errors(log) == []
-    assert dom.count("<rect") == 8
-    assert dom.count("<tr") == (1 + 8) + (1 + 2 * (2 + 3 * 8)) + (1 + 1), (
-        "pairs, host checks, NCCL runs"
-    )
-    assert "GPU 7 (00000000:88:00.0) PIX to mlx5_7" in dom
-    assert picture.stat().st_size > 20_000, "a rendered page, not a blank one"
-
-
 def nodes_with_one_nic(harness, run_playbook, **nic) -> None:
     """Two fresh nodes whose one RoCE NIC (shared-device-roce's interface) is as told, and
     site.yml run on them."""
@@ -266,100 +226,6 @@ def test_without_a_floor_set_a_faster_fabric_asks_for_more(run_playbook, harness
     ), output[-3000:]
     (pair,) = json.loads((tmp_path / "verify-report.json").read_text())["pairs"]
     assert (pair["server_port_gbps"], pair["floor_gbps"]) == (400, 320)
-    assert verify_pods_left(core) == []
-
-
-def test_each_node_group_is_tested_between_two_of_its_own_nodes(
-    run_playbook, harness, core, tmp_path
-):
-    nodes_for(harness, "node-groups")
-    site(run_playbook, "node-groups")
-    result = verify(run_playbook, "node-groups", tmp_path, "-e", "verify_nccl=true")
-    assert recap(result.stdout)["failed"] == 0, result.stdout[-3000:]
-    report = json.loads((tmp_path / "verify-report.json").read_text())
-    assert report["passed"] is True
-    # Each group's NCCL test between its own nodes, with its own published settings.
-    assert [run["group"] for run in report["nccl"]] == ["a100", "h100"]
-    for run in report["nccl"]:
-        assert run["passed"] is True, run["problems"]
-        assert run["nodes"] == [f"worker-{run['group']}-0", f"worker-{run['group']}-1"]
-        assert run["config_map"] == f"default/gpudirect-rdma-nccl-{run['group']}"
-        assert len(run["devices"]) == {"a100": 4, "h100": 8}[run["group"]]
-    seen = [(p["group"], p["server_node"], p["client_node"], p["network"]) for p in report["pairs"]]
-    assert seen == [
-        ("a100", "worker-a100-0", "worker-a100-1", f"rdmashared-net-a100-rail{i}") for i in range(4)
-    ] + [
-        ("h100", "worker-h100-0", "worker-h100-1", f"example-ipoibnetwork-h100-rail{i}")
-        for i in range(8)
-    ]
-    assert {p["link_type"] for p in report["pairs"] if p["group"] == "h100"} == {"IB"}
-    assert "group rail" in result.stdout
-    assert verify_pods_left(core) == []
-
-
-def test_groups_on_two_methods_and_fabrics_are_verified_each_on_its_own(
-    run_playbook, harness, core, tmp_path
-):
-    """inventories/mixed-methods: shared device over RoCE beside SR-IOV legacy over
-    InfiniBand; each group's pairs run on its own method's networks and resources."""
-    nodes_for(harness, "mixed-methods")
-    site(run_playbook, "mixed-methods")
-    result = verify(run_playbook, "mixed-methods", tmp_path, "-e", "verify_nccl=true")
-    assert recap(result.stdout)["failed"] == 0, result.stdout[-3000:]
-    report = json.loads((tmp_path / "verify-report.json").read_text())
-    assert report["passed"] is True
-    assert [run["group"] for run in report["nccl"]] == ["a100", "h100"]
-    assert all(run["passed"] for run in report["nccl"]), [r["problems"] for r in report["nccl"]]
-    seen = [(p["group"], p["network"], p["link_type"]) for p in report["pairs"]]
-    assert seen == [("a100", f"rdmashared-net-a100-rail{i}", "Ethernet") for i in range(4)] + [
-        ("h100", f"sriov-ib-network-h100-rail{i}", "IB") for i in range(8)
-    ]
-    assert verify_pods_left(core) == []
-
-
-@pytest.mark.parametrize(
-    "inventory",
-    [
-        "host-device-roce",
-        "host-device-infiniband",
-        "sriov-legacy-roce",
-        "sriov-legacy-infiniband",
-        "shared-device-infiniband",
-        "nic-configuration-roce",
-    ],
-)
-def test_every_configuration_passes_on_topology_correct_pairs(
-    inventory, run_playbook, harness, core, tmp_path
-):
-    """The configurations the tests above do not verify (shared device on RoCE, eight rails and
-    the node groups are theirs): each pair on the GPU next to its NIC, the host checks clean,
-    the NCCL settings published."""
-    nodes_for(harness, inventory)
-    site(run_playbook, inventory)
-    result = verify(run_playbook, inventory, tmp_path, "-e", "verify_nccl=true")
-    assert recap(result.stdout)["failed"] == 0
-    report = json.loads((tmp_path / "verify-report.json").read_text())
-    assert report["passed"] is True
-    # The NCCL test with the settings just published: over RDMA, with GPUDirect, on every rail.
-    plan = build_plan(inputs(inventory))
-    (run,) = report["nccl"]
-    assert (run["passed"], run["transport"], run["gpudirect"], run["nodes_in_run"]) == (
-        True,
-        "IB",
-        True,
-        2,
-    ), run["problems"]
-    assert run["devices"] == [f"mlx5_{i}:1" for i in range(len(plan["groups"][0]["rails"]))]
-    for pair in report["pairs"]:
-        for side in ("server_gpu", "client_gpu"):
-            assert pair[side]["relation"] == "PIX", (inventory, pair[side])
-    assert {f["status"] for f in report["host_checks"]} == {"ok"}, [
-        f for f in report["host_checks"] if f["status"] != "ok"
-    ]
-    fabric = plan["groups"][0]["fabric"]
-    for settings in report["nccl_settings"]:
-        assert settings["published"] is True
-        assert ("NCCL_IB_TC" in settings["env"]) == (fabric == "roce")
     assert verify_pods_left(core) == []
 
 
