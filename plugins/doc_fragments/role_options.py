@@ -1,13 +1,15 @@
 """The role variables several roles take, declared once: make docs (hack/docs.py) writes them
 into each role's meta/argument_specs.yml, between the GENERATED markers. DOCUMENTATION: the
-connection every role that talks to the cluster takes (plugin_utils/connection.py reads the
+connection every role that talks to the cluster takes (kubernetes.core's options, and the
+collection's request timeout and progress interval) (plugin_utils/connection.py reads the
 names); STEP_ROLES: what every role that runs steps of the step table takes besides."""
 
 from __future__ import annotations
 
 
 class ModuleDocFragment:
-    # The connection (plugin_utils/connection.py takes its names from here).
+    # The connection (plugin_utils/connection.py takes its names from here): each
+    # gpudirect_rdma_<option> gives the modules' <option>.
     DOCUMENTATION = r"""
 options:
   gpudirect_rdma_kubeconfig:
@@ -52,6 +54,18 @@ options:
       Client key (kubernetes.core's C(client_key)). Unset: module_defaults
       (group/gpudirect.rdma.k8s) or the K8S_AUTH_* variables decide.
     type: path
+  gpudirect_rdma_request_timeout:
+    description: >-
+      Seconds to wait for the API server's answer to one request (the modules'
+      C(request_timeout)); an API server that does not answer in time ends the task with the
+      request it was asked. Unset: 60.
+    type: int
+  gpudirect_rdma_progress_interval:
+    description: >-
+      Seconds between two progress lines of a long wait (a gate, an operator's CSV, a deletion):
+      how long it has waited, of how long, for what, and what it saw last (the modules'
+      C(progress_interval)). C(0) prints none. Unset: 30.
+    type: int
 """
 
     # What every role of the step table takes besides.

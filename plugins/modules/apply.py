@@ -24,6 +24,7 @@ description:
     they are gone.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpudirect.rdma.cluster
 attributes:
   check_mode:
     support: full
@@ -120,6 +121,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import ( 
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
     ModuleFailure,
+    progress_of,
     run_module,
 )
 
@@ -150,7 +152,7 @@ def before(module) -> None:
 
 def body(module, cluster, done) -> dict:
     params = module.params
-    applier = Applier(cluster, module.check_mode, params["take_over"])
+    applier = Applier(cluster, module.check_mode, params["take_over"], progress_of(module))
     done["results"] = applier.results
     applier.apply(params["objects"])
     if params["prune"]:

@@ -30,6 +30,7 @@ description:
   - Returns C(changed=false) - nothing in the cluster changes; the archive is a new report each time.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpudirect.rdma.cluster
 attributes:
   check_mode:
     support: full

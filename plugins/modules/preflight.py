@@ -48,6 +48,7 @@ description:
     cluster is read once for all of them.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpudirect.rdma.cluster
 attributes:
   check_mode:
     support: full

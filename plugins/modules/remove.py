@@ -41,6 +41,7 @@ description:
     changes nothing.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpudirect.rdma.cluster
 attributes:
   check_mode:
     support: full
@@ -129,6 +130,7 @@ deleted:
 """
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
+    progress_of,
     run_module,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import (  # noqa: E402
@@ -147,7 +149,7 @@ OPTIONS = {
 
 
 def body(module, cluster, done) -> dict:
-    remover = Remover(cluster, module.check_mode)
+    remover = Remover(cluster, module.check_mode, progress=progress_of(module))
     done["results"] = remover.results
     for stage in module.params["stages"]:
         remover.remove(

@@ -41,6 +41,7 @@ description:
     C(gpudirect_rdma_image_registry_password), so a role's task only names its step.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpudirect.rdma.cluster
 attributes:
   check_mode:
     support: full
@@ -168,6 +169,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (
     Engine,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
+    progress_of,
     run_module,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (  # noqa: E402
@@ -248,6 +250,7 @@ def body(module, cluster, done) -> dict:
         settings=params["settings"],
         login=params["registry_login"],
         decided=params["preflight"],
+        progress=progress_of(module),
     )
     done["steps"] = engine.steps
     done["results"] = engine.applier.results

@@ -24,6 +24,7 @@ description:
   - In check mode nothing was applied, so nothing is awaited; the module returns unchanged.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpudirect.rdma.cluster
   - gpudirect.rdma.gates
 attributes:
   check_mode:
@@ -132,6 +133,7 @@ gate:
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
     ModuleFailure,
+    progress_of,
     run_module,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (  # noqa: E402
@@ -170,6 +172,7 @@ def body(module, cluster, done) -> dict:
         params["timeout"],
         params["interval"],
         stable_for=params["stable_for"],
+        progress=progress_of(module),
     )
     return {"changed": False, "seconds": seconds}
 

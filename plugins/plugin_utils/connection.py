@@ -2,7 +2,8 @@
 
 The connection: gpudirect_rdma_kubeconfig, _context, _host, _api_key, _validate_certs, _ca_cert,
 _client_cert and _client_key give kubernetes.core's options of those names to the modules, unless
-the task or module_defaults sets them (else the K8S_AUTH_* variables, as with kubernetes.core).
+the task or module_defaults sets them (else the K8S_AUTH_* variables, as with kubernetes.core);
+gpudirect_rdma_request_timeout and _progress_interval give the collection's own.
 
 Where: on a local connection without become or async, the module runs in the action's process
 (same code, argument spec and result, the task's `environment` applied), without a Python of its
@@ -22,16 +23,26 @@ from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.common.yaml import yaml_load
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
+from ansible_collections.gpudirect.rdma.plugins.doc_fragments.cluster import (
+    ModuleDocFragment as ClusterOptions,
+)
 from ansible_collections.gpudirect.rdma.plugins.doc_fragments.role_options import (
     ModuleDocFragment as RoleOptions,
 )
 
 PREFIX = "gpudirect_rdma_"
+# The collection's own options of every module that talks to the cluster (doc_fragments/cluster.py).
+CLUSTER_OPTIONS = tuple(yaml_load(ClusterOptions.DOCUMENTATION)["options"])
 # kubernetes.core's options that the gpudirect_rdma_<option> variables give, as the roles declare
-# them (doc_fragments/role_options.py).
+# them (doc_fragments/role_options.py), the verify role to kubernetes.core's modules too.
 CONNECTION_OPTIONS = tuple(
-    name.removeprefix(PREFIX) for name in yaml_load(RoleOptions.DOCUMENTATION)["options"]
+    option
+    for option in (
+        name.removeprefix(PREFIX) for name in yaml_load(RoleOptions.DOCUMENTATION)["options"]
+    )
+    if option not in CLUSTER_OPTIONS
 )
 COLLECTION = "gpudirect.rdma."
 MODULES_PACKAGE = "ansible_collections.gpudirect.rdma.plugins.modules."
@@ -51,9 +62,10 @@ def preload(module_name: str) -> None:
 
 
 def connection_args(args: dict, task_vars: dict, template) -> dict:
-    """args with the connection options the gpudirect_rdma_* variables give and args lack."""
+    """args with the connection options (and the request timeout and progress interval) the
+    gpudirect_rdma_* variables give and args lack."""
     found = dict(args)
-    for option in CONNECTION_OPTIONS:
+    for option in CONNECTION_OPTIONS + CLUSTER_OPTIONS:
         variable = PREFIX + option
         if option not in found and task_vars.get(variable) is not None:
             found[option] = template(task_vars[variable])
@@ -73,8 +85,18 @@ class ModuleHere:
     validated by AnsibleModule's validator, a result as the module would print it (JSON, its
     invocation, no_log values masked)."""
 
-    def __init__(self, name: str, argument_spec: dict, args: dict, check_mode: bool, diff: bool):
+    def __init__(
+        self,
+        name: str,
+        argument_spec: dict,
+        args: dict,
+        check_mode: bool,
+        diff: bool,
+        progress=None,
+    ):
         self.check_mode = check_mode
+        # Where the module's progress lines go while it runs (module_utils/k8s/progress.py).
+        self.progress = progress
         self._diff = diff
         self._warnings: list[str] = []
         validation = ModuleArgumentSpecValidator(argument_spec).validate(_as_shipped(args))
@@ -98,6 +120,12 @@ class ModuleHere:
 
     def fail_json(self, msg: str, **result):
         self.exit_json(**{**result, "failed": True, "msg": msg})
+
+
+def _display_for(host: str):
+    """A progress line as Ansible shows a task's host: `[host] waiting 30s of 600s for ...`."""
+    display = Display()
+    return lambda line: display.display(f"[{host}] {line}")
 
 
 def _as_shipped(args: dict) -> dict:
@@ -178,6 +206,7 @@ class ModuleAction(ActionBase):
                         args,
                         check_mode=bool(self._task.check_mode),
                         diff=bool(self._task.diff),
+                        progress=_display_for(task_vars.get("inventory_hostname", "localhost")),
                     )
                 )
         except Exited as exited:

@@ -610,6 +610,17 @@ class ControlPlane:
             raise ControlPlaneError(f"{name} (pid {process.pid}) still runs after SIGKILL")
         return process
 
+    @contextlib.contextmanager
+    def frozen(self, name: str):
+        """The recorded process called name stopped (SIGSTOP: alive, its sockets open, answering
+        nothing, as a hung API server) for the block, and continued (SIGCONT) after it."""
+        process = self._process(name)
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            yield process
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+
     def restart(self, name: str, timeout: float = 60.0) -> Process:
         """Start the process called name again with the argv it was started with (same ports,
         same etcd data, same certificates) after killing it if it still runs; for

@@ -1,8 +1,9 @@
 """Faults on a control plane of this module's own: the API server killed in the middle of
 site.yml (the run fails naming what it was doing and where; once the API server is back a re-run
 converges with nothing lost or duplicated), two site.yml runs at once (the same objects as one
-run), and an operator whose status flaps between ready and not ready (the play neither hangs nor
-passes on a ready moment when the gate asks for a stable state)."""
+run), an operator whose status flaps between ready and not ready (the play neither hangs nor
+passes on a ready moment when the gate asks for a stable state), a gate never met (a progress line
+every interval) and a frozen API server (the task ends at the request timeout)."""
 
 from __future__ import annotations
 
@@ -311,3 +312,98 @@ def test_a_flapping_operator_neither_hangs_the_play_nor_passes_a_stability_gate(
     )
     assert code == 0, out[-3000:]
     assert wait_task_seconds(out) < 30
+
+
+@pytest.fixture
+def never_ready(plane):
+    harness = fresh_client(plane)
+    write_knobs(harness, {"network_operator": {"never_ready": True}})
+    time.sleep(0.5)
+    yield
+    write_knobs(harness, DEFAULT_KNOBS)
+
+
+PROGRESS = re.compile(
+    r"\[localhost\] waiting (\d+)s of (\d+)s for gate 'NicClusterPolicy ready': "
+    r"NicClusterPolicy nic-cluster-policy status.state is 'notReady'"
+)
+
+
+def network_operator_role(tmp_path: Path) -> Path:
+    playbook = tmp_path / "network.yml"
+    playbook.write_text("- hosts: localhost\n  roles:\n    - gpudirect.rdma.network_operator\n")
+    return playbook
+
+
+def test_a_long_gate_says_every_interval_how_long_and_what_it_sees(plane, never_ready, tmp_path):
+    code, out = run(
+        plane,
+        network_operator_role(tmp_path),
+        *site_args(
+            "-e",
+            "network_operator_ready_timeout=7",
+            "-e",
+            "gpudirect_rdma_progress_interval=2",
+        ),
+    )
+    assert code != 0, out[-3000:]
+    assert_no_traceback(out)
+    lines = [(int(waited), int(of)) for waited, of in PROGRESS.findall(out)]
+    # A line every 2 s of the 7 s (the polls fall about a second apart), in order, then the end.
+    assert len(lines) >= 2 and all(of == 7 for _waited, of in lines), out[-3000:]
+    assert [waited for waited, _of in lines] == sorted({waited for waited, _of in lines})
+    assert lines[0][0] in (2, 3) and lines[-1][0] <= 7
+    assert "gate 'NicClusterPolicy ready' not reached after 7s" in clear(out)
+
+    # Set to 0, the same wait prints no line.
+    code, out = run(
+        plane,
+        network_operator_role(tmp_path),
+        *site_args(
+            "-e",
+            "network_operator_ready_timeout=4",
+            "-e",
+            "gpudirect_rdma_progress_interval=0",
+        ),
+    )
+    assert code != 0 and "not reached after 4s" in clear(out), out[-3000:]
+    assert PROGRESS.findall(out) == []
+
+
+def test_a_frozen_api_server_ends_the_task_at_the_request_timeout(plane, never_ready, tmp_path):
+    output = tmp_path / "frozen.log"
+    process = ansible_playbook(
+        plane,
+        network_operator_role(tmp_path),
+        *site_args(
+            "-e",
+            "network_operator_ready_timeout=300",
+            "-e",
+            "gpudirect_rdma_progress_interval=1",
+            "-e",
+            "gpudirect_rdma_request_timeout=5",
+        ),
+        output=output,
+    )
+    try:
+        # The run waits on the gate (its first progress line is out); now the API server hangs.
+        wait_for(
+            lambda: PROGRESS.search(output.read_text()),
+            timeout=180,
+            what="the gate's first progress line",
+        )
+        with plane.frozen("kube-apiserver"):
+            froze = time.monotonic()
+            process.wait(timeout=120)
+            ended = time.monotonic() - froze
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = output.read_text()
+    assert process.returncode != 0, text[-4000:]
+    assert_no_traceback(text)
+    assert f"the API server {plane.server} did not answer while " in clear(text), text[-4000:]
+    assert "no answer within 5 s" in clear(text), text[-4000:]
+    # One request's 5 s, the poll's pause and the play's end; not the gate's 300 s.
+    assert ended < 30, f"the run ended {ended:.0f}s after the API server froze"
+    RUNS.append(text)

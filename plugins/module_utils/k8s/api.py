@@ -41,7 +41,8 @@ AUTH_OPTIONS = {
 BOOLEAN_OPTIONS = ("validate_certs", "persist_config")
 PROXY_HEADER_OPTIONS = ("proxy_basic_auth", "basic_auth", "user_agent")
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
-# A request's answer is awaited this long (a frozen API server is reported, not waited on).
+# A request's answer is awaited this long by default (a frozen API server is reported, not waited
+# on; gpudirect_rdma_request_timeout).
 REQUEST_TIMEOUT = 60.0
 # An answer with Retry-After (429, 503) is asked again this many times in all, waiting as it says
 # (at most MAX_RETRY_AFTER seconds each time).
@@ -386,8 +387,9 @@ class Api:
     """Requests to one API server over one kept-alive connection (the modules make one request at
     a time); JSON in and out."""
 
-    def __init__(self, found: Settings):
+    def __init__(self, found: Settings, request_timeout: float = REQUEST_TIMEOUT):
         self.settings = found
+        self.request_timeout = request_timeout
         self.server = found.server
         parsed = urllib.parse.urlsplit(found.server)
         if parsed.scheme not in ("https", "http") or not parsed.hostname:
@@ -474,7 +476,7 @@ class Api:
         return json.loads(answer) if answer else {}
 
     def _exchange(self, method, url, data, headers, timeout):
-        timeout = REQUEST_TIMEOUT if timeout is None else timeout
+        timeout = self.request_timeout if timeout is None else timeout
         impersonated = headers.pop("Impersonate-Group", None) or self.settings.headers.get(
             "Impersonate-Group"
         )

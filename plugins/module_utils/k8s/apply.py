@@ -27,6 +27,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     _server_message,
     list_if_served,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import SILENT
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import poll_intervals
 
 # Kinds whose existing, foreign instances are simply adopted (labels added, nothing removed).
@@ -226,10 +227,11 @@ def key_of(obj: dict) -> tuple:
 class Applier:
     """Applies lists of objects through a Cluster; collects results and diffs."""
 
-    def __init__(self, cluster, check_mode: bool, take_over: bool = False):
+    def __init__(self, cluster, check_mode: bool, take_over: bool = False, progress=SILENT):
         self.cluster = cluster
         self.check_mode = check_mode
         self.take_over = take_over
+        self.progress = progress
         self.results: list[dict] = []
         self.diffs: list[dict] = []
 
@@ -332,16 +334,17 @@ class Applier:
         """Wait until the object that was being deleted is gone, to create it anew."""
         metadata = obj["metadata"]
         cluster = fresh(self.cluster)
-        deadline = time.monotonic() + timeout
+        began = time.monotonic()
         pauses = poll_intervals()
         while cluster.get(
             obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace")
         ):
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= began + timeout:
                 raise TimeoutError(
                     f"{identity(obj)} is still being deleted after {timeout:.0f}s: "
                     + _pending(cluster, obj)
                 )
+            self.progress.waiting(began, timeout, f"{identity(obj)} to be deleted")
             time.sleep(next(pauses))
 
     def _apply(self, obj: dict) -> dict:
@@ -369,7 +372,12 @@ class Applier:
         ]
         self.results.extend(
             delete_and_wait(
-                self.cluster, doomed, self.check_mode, timeout, ["no longer part of the plan"]
+                self.cluster,
+                doomed,
+                self.check_mode,
+                timeout,
+                ["no longer part of the plan"],
+                progress=self.progress,
             )
         )
         self.diffs.extend(deletion_diff(item) for item in doomed)
@@ -415,9 +423,11 @@ def delete_and_wait(
     timeout: float,
     reasons: list[str],
     sleep=time.sleep,
+    progress=SILENT,
 ) -> list[dict]:
     """Delete items (all at once, so their finalizers run side by side) and wait until every one
-    is gone; return a 'deleted' result per item. Check mode deletes nothing."""
+    is gone (progress hears which are left, now and then); return a 'deleted' result per item.
+    Check mode deletes nothing."""
     results = [outcome(item, "deleted", reasons) for item in items]
     if check_mode or not items:
         return results
@@ -428,7 +438,7 @@ def delete_and_wait(
             item["metadata"]["name"],
             item["metadata"].get("namespace"),
         )
-    deadline = time.monotonic() + timeout
+    began = time.monotonic()
     remaining = items
     cluster = fresh(cluster)
     pauses = poll_intervals()
@@ -440,8 +450,10 @@ def delete_and_wait(
                 i["apiVersion"], i["kind"], i["metadata"]["name"], i["metadata"].get("namespace")
             )
         ]
-        if not remaining or time.monotonic() >= deadline:
+        if not remaining or time.monotonic() >= began + timeout:
             break
+        more = f" and {len(remaining) - 1} more" if len(remaining) > 1 else ""
+        progress.waiting(began, timeout, f"{identity(remaining[0])}{more} to be deleted")
         sleep(next(pauses))
     if remaining:
         raise TimeoutError(

@@ -14,7 +14,7 @@ import ssl
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import api
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import api, progress
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.api import (
     ApiError,
     SettingsError,
@@ -38,9 +38,19 @@ _REFUSAL = re.compile(
 )
 
 
+# What every module that talks to the cluster takes besides kubernetes.core's connection options
+# (doc_fragments/cluster.py documents them; the gpudirect_rdma_<option> variables give them).
+CLUSTER_OPTIONS = {
+    "request_timeout": {"type": "int", "default": int(api.REQUEST_TIMEOUT)},
+    "progress_interval": {"type": "int", "default": progress.EVERY},
+}
+
+
 def argument_spec(**extra) -> dict:
-    """kubernetes.core's connection options plus the module's own."""
+    """kubernetes.core's connection options, the collection's own (CLUSTER_OPTIONS), plus the
+    module's."""
     spec = copy.deepcopy(AUTH_ARG_SPEC)
+    spec.update(copy.deepcopy(CLUSTER_OPTIONS))
     spec.update(extra)
     return spec
 
@@ -196,7 +206,8 @@ class Cluster:
         auth = {name: module.params.get(name) for name in AUTH_ARG_SPEC}
         self.request = "connecting"
         self._server = auth.get("host")
-        self.api = api.Api(api.settings(auth))
+        timeout = module.params.get("request_timeout") or api.REQUEST_TIMEOUT
+        self.api = api.Api(api.settings(auth), request_timeout=float(timeout))
         self._resources: dict = {}
 
     @property

@@ -24,6 +24,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     Applier,
     adopting,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import SILENT
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import Reads
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.secrets import registry_secret
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
@@ -71,6 +72,7 @@ class Engine:
         login: dict | None = None,
         sleep=time.sleep,
         decided: dict | None = None,
+        progress=SILENT,
     ):
         self.cluster = cluster
         self.reads = Reads(cluster)
@@ -80,7 +82,9 @@ class Engine:
         self.settings = settings or {}  # step name -> its settings (the engine's names)
         self.login = login
         self.sleep = sleep
-        self.applier = Applier(self.reads, check_mode, take_over)
+        # Hears of every long wait (k8s.progress): a gate, a CSV, a deletion, a discovery.
+        self.progress = progress
+        self.applier = Applier(self.reads, check_mode, take_over, progress)
         # An earlier run's preflight verdict for this plan (preflight.verdict): only the checks
         # it left skipped are judged again.
         self.decided = decided
@@ -197,20 +201,22 @@ class Engine:
             if missing:
                 self.work.append(missing)
             return plan
-        deadline = time.monotonic() + settings["ready_timeout"]
+        timeout = settings["ready_timeout"]
+        began = time.monotonic()
         pauses = poll_intervals()
         while True:
             plan, missing = step.discover(self.plan, self.cluster.list)
             if not missing:
                 return plan
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= began + timeout:
                 raise DiscoveryTimeout(f"{step.title}: {missing}")
+            self.progress.waiting(began, timeout, f"{step.title}: {missing}")
             self.sleep(next(pauses))
 
     def _install(self, step: table.Step, settings: dict) -> dict:
         objects = table.operator_objects(self.plan, step)
         reader = self.reads if self.check_mode else self.cluster
-        applier = Applier(self.reads, self.check_mode, self.take_over)
+        applier = Applier(self.reads, self.check_mode, self.take_over, self.progress)
         installed = olm.install(
             reader,
             applier,
@@ -218,6 +224,7 @@ class Engine:
             settings["install_timeout"],
             self.take_over,
             self.check_mode,
+            progress=self.progress,
         )
         self.applier.results.extend(applier.results)
         self.applier.diffs.extend(applier.diffs)
@@ -257,6 +264,7 @@ class Engine:
             timeout=settings["ready_timeout"],
             stable_for=stable,
             sleep=self.sleep,
+            progress=self.progress,
         )
         return [{"gate": g.name, "met": True, "seconds": seconds.get(g.name)} for g in gates]
 

@@ -24,6 +24,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import PreflightFailed
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import OlmError
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import summary
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import Progress
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import GateError
 
 
@@ -33,6 +34,13 @@ class ModuleFailure(Exception):
     def __init__(self, msg: str, **result):
         super().__init__(msg)
         self.result = result
+
+
+def progress_of(module) -> Progress:
+    """Where the module's long waits are told (k8s.progress): the display, when the module runs
+    in the action's process (plugin_utils/connection.py gives it `progress`), every
+    progress_interval seconds (0: never); nowhere for a shipped module."""
+    return Progress(getattr(module, "progress", None), every=module.params.get("progress_interval"))
 
 
 def reported(error: Exception) -> dict | None:

@@ -19,6 +19,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     owned_by_collection,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import SILENT
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import poll_intervals
 
 OLM = "operators.coreos.com/v1alpha1"
@@ -35,8 +36,11 @@ def _one(objects: list[dict], kind: str) -> dict:
     return found[0]
 
 
-def check_catalog(cluster, subscription: dict, deadline: float, sleep=time.sleep) -> None:
-    """The Subscription's CatalogSource exists and reports READY (waits while it connects)."""
+def check_catalog(
+    cluster, subscription: dict, deadline: float, sleep=time.sleep, progress=SILENT, timeout=0.0
+) -> None:
+    """The Subscription's CatalogSource exists and reports READY (waits while it connects;
+    progress hears of it now and then, the wait having begun `timeout` before the deadline)."""
     spec = subscription["spec"]
     where = f"{spec['sourceNamespace']}/{spec['source']}"
     state = None
@@ -57,6 +61,9 @@ def check_catalog(cluster, subscription: dict, deadline: float, sleep=time.sleep
                 f"CatalogSource {where} is not READY (last state {state!r}). "
                 f"Look at: oc -n {spec['sourceNamespace']} get catalogsource,pods"
             )
+        progress.waiting(
+            deadline - timeout, timeout, f"CatalogSource {where} READY (state {state!r})"
+        )
         sleep(next(pauses))
 
 
@@ -149,9 +156,17 @@ def _subscription_state(live: dict) -> str:
 
 
 def wait_for_csv(
-    cluster, subscription: dict, check_mode: bool, deadline: float, approved: list, sleep=time.sleep
+    cluster,
+    subscription: dict,
+    check_mode: bool,
+    deadline: float,
+    approved: list,
+    sleep=time.sleep,
+    progress=SILENT,
+    timeout=0.0,
 ) -> dict | None:
-    """Follow the Subscription to its CSV and wait for phase Succeeded; return the CSV."""
+    """Follow the Subscription to its CSV and wait for phase Succeeded; return the CSV (progress
+    hears of the wait now and then, as in check_catalog)."""
     name = subscription["metadata"]["name"]
     namespace = subscription["metadata"]["namespace"]
     seen = "the Subscription does not exist yet"
@@ -190,15 +205,22 @@ def wait_for_csv(
                 f"gate 'CSV Succeeded' not reached for Subscription {namespace}/{name}; last "
                 f"seen: {seen}. Look at: oc -n {namespace} get subscription,installplan,csv"
             )
+        progress.waiting(deadline - timeout, timeout, f"gate 'CSV Succeeded': {seen}")
         sleep(next(pauses))
 
 
 def install(
-    cluster, applier, objects: list[dict], timeout: float, take_over: bool, check_mode: bool
+    cluster,
+    applier,
+    objects: list[dict],
+    timeout: float,
+    take_over: bool,
+    check_mode: bool,
+    progress=SILENT,
 ) -> dict:
     """Install one operator from its Namespace, OperatorGroup and Subscription objects. In check
     mode nothing waits: a CatalogSource that is not READY, or a CSV not Succeeded yet, is
-    reported as `waiting`, the work a real run would wait for."""
+    reported as `waiting`, the work a real run would wait for. progress hears of long waits."""
     deadline = time.monotonic() + (0 if check_mode else timeout)
     _one(objects, "Namespace")
     operator_group = _one(objects, "OperatorGroup")
@@ -215,7 +237,7 @@ def install(
     if live is None or not contains(live, subscription):
         # The catalog and the channel matter to a Subscription that is created or changed.
         try:
-            check_catalog(cluster, subscription, deadline)
+            check_catalog(cluster, subscription, deadline, progress=progress, timeout=timeout)
         except OlmError as error:
             if not check_mode or "does not exist" in str(error):
                 raise
@@ -224,7 +246,13 @@ def install(
     check_operator_groups(cluster, operator_group, take_over)
     applier.apply(objects)
     csv = wait_for_csv(
-        cluster, subscription, check_mode, deadline, result["approved_install_plans"]
+        cluster,
+        subscription,
+        check_mode,
+        deadline,
+        result["approved_install_plans"],
+        progress=progress,
+        timeout=timeout,
     )
     if csv is None and result["waiting"] is None:
         result["waiting"] = (

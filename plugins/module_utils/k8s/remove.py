@@ -47,6 +47,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     get_if_served,
     list_if_served,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import SILENT
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import matching
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import to_gate, wait_for
 
@@ -95,10 +96,11 @@ def installed_csvs(cluster, subscriptions: list[dict], operator_groups: list[dic
 class Remover:
     """Removes stages of the collection's objects through a Cluster; collects results."""
 
-    def __init__(self, cluster, check_mode: bool, sleep=time.sleep):
+    def __init__(self, cluster, check_mode: bool, sleep=time.sleep, progress=SILENT):
         self.cluster = cluster
         self.check_mode = check_mode
         self.sleep = sleep
+        self.progress = progress  # hears of every long wait (k8s.progress)
         self.results: list[dict] = []
         self.diffs: list[dict] = []
         self.waited: list[str] = []  # the gates waited on after a removal
@@ -109,7 +111,7 @@ class Remover:
 
     def _delete(self, items: list[dict], timeout: float, reason: str) -> list[dict]:
         results = delete_and_wait(
-            self.cluster, items, self.check_mode, timeout, [reason], self.sleep
+            self.cluster, items, self.check_mode, timeout, [reason], self.sleep, self.progress
         )
         self.results.extend(results)
         self.diffs.extend(deletion_diff(item) for item in items)
@@ -156,7 +158,7 @@ class Remover:
         deleted = self._delete(items, timeout, reason)
         gates = [to_gate(g) for g in step.uninstall_gates(deleted)]
         if gates and not self.check_mode:
-            wait_for(self.cluster, gates, timeout, sleep=self.sleep)
+            wait_for(self.cluster, gates, timeout, sleep=self.sleep, progress=self.progress)
             self.waited.extend(g.name for g in gates)
 
     def _reset(self, step: table.Step, items: list[dict], timeout: float) -> None:
@@ -177,7 +179,7 @@ class Remover:
                 )
             gates.extend(to_gate(g) for g in done(item))
         if gates and not self.check_mode:
-            wait_for(self.cluster, gates, timeout, sleep=self.sleep)
+            wait_for(self.cluster, gates, timeout, sleep=self.sleep, progress=self.progress)
             self.waited.extend(g.name for g in gates)
 
     def _operator_namespaces(self) -> list[str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import SILENT
 
 try:
     import jmespath
@@ -377,6 +378,16 @@ def unstable_message(
     return text
 
 
+def awaited(unmet: list, total: int, stable_for: float = 0) -> str:
+    """What a wait is waiting for, for a progress line: the first gate not met and what it saw,
+    or, with every gate met, that they must stay met."""
+    if not unmet:
+        return f"{total} gate(s) to stay met for {stable_for:g}s"
+    gate, observation = unmet[0]
+    others = f" (and {len(unmet) - 1} more gate(s))" if len(unmet) > 1 else ""
+    return f"gate '{gate.name}'{others}: {observation.seen}"
+
+
 def poll_intervals(first: float = 0.2, most: float = 1.0):
     """The pauses between a wait's reads: short at first (a status often follows the step's write
     within a second), doubling to `most`, so a long wait reads no more often than before."""
@@ -394,13 +405,15 @@ def wait_for(
     clock=time.monotonic,
     sleep=time.sleep,
     stable_for: float = 0,
+    progress=SILENT,
 ) -> dict[str, float]:
     """Wait until every gate is met in the same read (a pool that reports Updated before it has
     even seen a new MachineConfig must not pass) and, with stable_for, in every read for that many
     seconds (an operator that flaps between ready and not ready must not pass on a ready
     moment); return when each gate was first met. Raises GateFailed when a gate reaches a
     fail_on value, GateTimeout naming the first unmet gate (or, with stable_for, once the gates
-    had been met but never for long enough: the gate last seen unmet and what it was)."""
+    had been met but never for long enough: the gate last seen unmet and what it was). progress
+    hears, now and then, which gate is awaited and what it is."""
     began = clock()
     first_met: dict[str, float] = {}
     all_met_once = False
@@ -443,5 +456,6 @@ def wait_for(
                 gate,
                 observation,
             )
+        progress.waiting(began, timeout, awaited(unmet, len(gates), stable_for))
         # The last read falls on the timeout itself, not up to a pause after it.
         sleep(min(next(pauses), began + timeout - now))

@@ -73,6 +73,8 @@ RULES: dict[str, Callable] = {
     "diagnostics_log_lines": checks.whole(0, 100000, " (0 reads no logs)"),
     "diagnostics_namespaces": checks.each(checks.dns_label),
     PREFIX + "render_dir": _folder,
+    PREFIX + "request_timeout": checks.whole(1, 3600, " (seconds for one API request)"),
+    PREFIX + "progress_interval": checks.whole(0, 3600, " (seconds between two lines; 0: none)"),
 }
 
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from unittest import mock
 
 import pytest
 
@@ -12,6 +14,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     Refused,
     contains,
     decide,
+    delete_and_wait,
     stale_fields,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
@@ -24,6 +27,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import (
     approve_install_plan,
     check_operator_groups,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import Progress
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     MISSING,
     Gate,
@@ -278,6 +282,68 @@ def test_wait_times_out_naming_the_gate_the_expectation_and_the_last_state():
         "nic-cluster-policy status.state to be 'ready'; last seen: NicClusterPolicy "
         "nic-cluster-policy status.state is 'notReady'. Look at: oc get ncp"
     )
+
+
+def test_a_long_wait_says_every_interval_what_it_waits_for_and_what_it_sees():
+    clock = FakeClock()
+    lines = []
+    with pytest.raises(GateTimeout):
+        wait_for(
+            FakeCluster([policy("notReady")]),
+            [gate(equals="ready")],
+            timeout=95,
+            clock=clock,
+            sleep=clock.sleep,
+            progress=Progress(lines.append, every=30, clock=clock),
+        )
+    seen = "NicClusterPolicy nic-cluster-policy status.state is 'notReady'"
+    assert lines == [
+        f"waiting {s}s of 95s for gate 'NicClusterPolicy ready': {seen}" for s in (30, 60, 90)
+    ]
+
+
+def test_a_wait_met_early_or_with_progress_off_says_nothing():
+    for states, every in (([None, policy("ready")], 30), ([policy("notReady")], 0)):
+        clock, lines = FakeClock(), []
+        with contextlib.suppress(GateTimeout):
+            wait_for(
+                FakeCluster(states),
+                [gate(equals="ready")],
+                timeout=95,
+                clock=clock,
+                sleep=clock.sleep,
+                progress=Progress(lines.append, every=every, clock=clock),
+            )
+        assert lines == []
+
+
+def test_a_deletion_that_takes_long_says_what_is_left():
+    clock, lines = FakeClock(), []
+    doomed = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in "ab"
+    ]
+
+    class Deleting:
+        def delete(self, *_args):
+            pass
+
+        def get(self, api_version, kind, name, namespace=None):
+            return {"metadata": {"name": name}} if clock.now < 65 else None
+
+    with mock.patch("time.monotonic", clock):
+        delete_and_wait(
+            Deleting(),
+            doomed,
+            False,
+            600,
+            ["test"],
+            sleep=clock.sleep,
+            progress=Progress(lines.append, every=30, clock=clock),
+        )
+    assert lines == [
+        "waiting 30s of 600s for Namespace a and 1 more to be deleted",
+        "waiting 60s of 600s for Namespace a and 1 more to be deleted",
+    ]
 
 
 def test_a_fail_on_value_stops_at_once():
