@@ -65,7 +65,7 @@ from tests.unit.inventories import inputs as inventory_inputs
 
 SITE = REPO_ROOT / "playbooks" / "site.yml"
 RENDER = REPO_ROOT / "playbooks" / "render.yml"
-TIMEOUTS = REPO_ROOT / "molecule" / "shared" / "timeouts.yml"
+SIMULATED = REPO_ROOT / "molecule" / "shared" / "simulated-cluster.yml"
 # Not the collection's own manager: the tree carries kustomize's Argo CD annotations, which the
 # collection does not set; applied as gpudirect.rdma they would become its stale fields.
 FIELD_MANAGER = "gpudirect-rdma-floor"
@@ -101,7 +101,7 @@ def nodes_for(harness, plan: dict, count: int = 2, prefix: str = "worker") -> No
 
 def site(plane, inventory_dir: Path, *extra: str):
     return ansible_playbook(
-        SITE, "-i", str(inventory_dir), "-e", f"@{TIMEOUTS}", *extra, kubeconfig=plane.kubeconfig
+        SITE, "-i", str(inventory_dir), "-e", f"@{SIMULATED}", *extra, kubeconfig=plane.kubeconfig
     )
 
 
@@ -432,7 +432,7 @@ def gate(plane, harness, custom, rounds: int, hold: float) -> dict:
                 "-i",
                 str(inventory(name)),
                 "-e",
-                f"@{TIMEOUTS}",
+                f"@{SIMULATED}",
                 "-e",
                 f"network_operator_ready_timeout={GATE_TIMEOUT}",
                 kubeconfig=plane.kubeconfig,

@@ -279,6 +279,7 @@ def steps_table(root: Path) -> list[str]:
             str(step["wave"]),
             "yes" if step["prunes"] else "",
             ", ".join(f"`{name}`" for name in step["checks"]),
+            ", ".join(step["disrupts"]),
             step["uninstall"],
         ]
         for step in step_table(root)["steps"]
@@ -294,6 +295,7 @@ def steps_table(root: Path) -> list[str]:
         "wave",
         "prunes",
         "preflight checks",
+        "disrupts ([effect](disruption.md))",
         "uninstall",
     ]
     return table(header, rows)

@@ -143,7 +143,11 @@ options:
     choices: [enable, disable, auto]
   node_selector:
     description:
-      - Nodes the SR-IOV node policy configures (and the bandwidth test uses).
+      - Nodes the SR-IOV node policy, the NIC firmware templates and the NicNodePolicy configure (and the
+        bandwidth test uses). With the cluster NIC policy model, a selector other than the default also becomes
+        the NicClusterPolicy's C(nodeAffinity), so its DOCA driver and device plugin run on those nodes only.
+        MachineConfigs go by their pool (O(machine_config_role)), the GPU Operator by the nodes NFD found a GPU
+        on. See docs/disruption.md.
       - The node selector of a node group that sets none, when there is one group.
     type: dict
     default: {feature.node.kubernetes.io/pci-15b3.present: "true"}
@@ -335,6 +339,21 @@ options:
     description: MachineConfig that gives containers unlimited memlock (CRI-O C(default_ulimits)). Reboots the pool.
     type: bool
     default: false
+  allow_disruption:
+    description:
+      - The disruptions of nodes this run may cause where nodes already run the collection's configuration
+        (preflight lists every one, with its objects and nodes, and refuses those not named here before any
+        write). C(reboot) a MachineConfig created, changed or removed (its pool reboots); C(drain) an
+        SR-IOV node policy changed (the SR-IOV config daemon drains the nodes); C(driver-reload) a DOCA
+        driver section added, changed, moved or removed; C(device-plugin) an RDMA device plugin changed or
+        removed; C(nic-firmware) a NIC firmware template added or changed; C(gpu-driver) the ClusterPolicy's
+        GPU driver changed; C(all) every one of them.
+      - On nodes with none of the collection's configuration yet (a first install) the same changes are listed
+        as warnings, not refused. See docs/disruption.md.
+    type: list
+    elements: str
+    choices: [all, reboot, drain, driver-reload, device-plugin, nic-firmware, gpu-driver]
+    default: []
 """
 
 EXAMPLES = r"""

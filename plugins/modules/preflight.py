@@ -28,6 +28,11 @@ description:
     VFs asked for (warnings where the NIC configuration sets them)."
   - "C(ownership): no object of the plan exists without the collection's label (error, or a
     warning with O(take_over)); no other OperatorGroup in an operator's namespace."
+  - "C(disruption): every change of this run that reboots, drains or reloads a node (a
+    MachineConfig, an SR-IOV node policy, a NIC policy's DOCA driver or device plugin, a NIC
+    firmware template, the GPU driver), with its objects and nodes; an error on nodes that already
+    run the collection's configuration unless the plan's C(allow_disruption) names its effect,
+    else a warning."
   - "C(cluster-policy): no ClusterPolicy other than the collection's (the GPU Operator honours
     one)."
   - "C(nic-policies): no NicNodePolicy of somebody else holds a section the NicClusterPolicy plans

@@ -21,7 +21,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import manage
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, api_client, started
 from tests.integration.helpers import playbook_command, playbook_env, wait_for
-from tests.integration.test_site import TIMEOUTS, nodes_for, recap
+from tests.integration.test_site import SIMULATED, nodes_for, recap
 from tests.simulator.core import DEFAULT_KNOBS, write_knobs
 
 INVENTORY = "shared-device-roce"
@@ -66,7 +66,7 @@ def ansible_playbook(
 
 
 def site_args(*extra: str) -> list[str]:
-    return ["-i", str(REPO_ROOT / "inventories" / INVENTORY), "-e", f"@{TIMEOUTS}", *extra]
+    return ["-i", str(REPO_ROOT / "inventories" / INVENTORY), "-e", f"@{SIMULATED}", *extra]
 
 
 def run(

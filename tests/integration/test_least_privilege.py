@@ -29,7 +29,7 @@ from tests.harness.controlplane import (
     REPO_ROOT,
     SIMULATOR_USER,
 )
-from tests.integration.test_site import TIMEOUTS, nodes_for, recap, site
+from tests.integration.test_site import SIMULATED, nodes_for, recap, site
 from tests.integration.test_verify import verify
 from tests.unit.inventories import inputs
 from tests.unit.test_rbac import resource_of
@@ -152,7 +152,7 @@ def test_site_verify_and_uninstall_as_a_user_bound_only_to_the_shipped_roles(
 ):
     # From an empty cluster (an earlier test on a shared control plane may have left the
     # operators installed), so the user's runs create every object and not only what changed.
-    run_playbook(UNINSTALL, "-e", f"@{TIMEOUTS}", *EVERYTHING)
+    run_playbook(UNINSTALL, "-e", f"@{SIMULATED}", *EVERYTHING)
     nodes_for(harness, FIRST)
     bind(USER)
     audit = AuditLog(control_plane.audit_log).mark()
@@ -189,7 +189,7 @@ def test_site_verify_and_uninstall_as_a_user_bound_only_to_the_shipped_roles(
     seconds["site.yml host_device"] = time.monotonic() - began
 
     began = time.monotonic()
-    removed = as_user(UNINSTALL, "-e", f"@{TIMEOUTS}", *EVERYTHING)
+    removed = as_user(UNINSTALL, "-e", f"@{SIMULATED}", *EVERYTHING)
     seconds["uninstall.yml"] = time.monotonic() - began
     assert recap(removed.stdout)["failed"] == 0
     print({name: round(value, 1) for name, value in seconds.items()})
@@ -226,7 +226,7 @@ def test_without_the_bindings_each_playbook_stops_at_its_first_request(
     assert "gpudirect.rdma needs the ClusterRole gpudirect-rdma-installer" in output
     assert "rbac/gpudirect-rdma-installer.yaml" in output
 
-    result = as_nobody(UNINSTALL, "-e", f"@{TIMEOUTS}")
+    result = as_nobody(UNINSTALL, "-e", f"@{SIMULATED}")
     assert result.returncode != 0
     output = one_line(result)
     assert (

@@ -13,7 +13,7 @@ from kubernetes.client.rest import ApiException
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT
 from tests.integration.helpers import playbook_command, playbook_env
-from tests.integration.test_site import TIMEOUTS, nodes_for, recap
+from tests.integration.test_site import SIMULATED, nodes_for, recap
 from tests.unit.new_step import ACCOUNT, collection_with_new_step
 
 INVENTORY = str(REPO_ROOT / "inventories" / "shared-device-roce")
@@ -49,7 +49,7 @@ def test_a_step_added_in_one_file_is_applied_converged_rendered_and_uninstalled(
     copy, control_plane, harness, core, tmp_path
 ):
     nodes_for(harness, "shared-device-roce")
-    first = playbook(copy, control_plane, "site.yml", "-e", f"@{TIMEOUTS}")
+    first = playbook(copy, control_plane, "site.yml", "-e", f"@{SIMULATED}")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
     # The gpu_operator role's one task ran the new step after the GPU Operator's.
     assert "TASK [gpudirect.rdma.gpu_operator : NVIDIA GPU Operator" in first.stdout
@@ -61,7 +61,7 @@ def test_a_step_added_in_one_file_is_applied_converged_rendered_and_uninstalled(
     }
 
     audit = AuditLog(control_plane.audit_log).mark()
-    second = playbook(copy, control_plane, "site.yml", "-e", f"@{TIMEOUTS}")
+    second = playbook(copy, control_plane, "site.yml", "-e", f"@{SIMULATED}")
     assert recap(second.stdout)["changed"] == 0, second.stdout[-3000:]
     assert audit.writes(ADMIN_USER) == [], [str(w) for w in audit.writes(ADMIN_USER)]
     assert "the cluster already is as planned" in " ".join(second.stdout.split())
@@ -73,6 +73,6 @@ def test_a_step_added_in_one_file_is_applied_converged_rendered_and_uninstalled(
     assert rendered.returncode == 0, rendered.stdout[-3000:]
     assert (tree / "training-account" / f"serviceaccount-{ACCOUNT}.yaml").is_file()
 
-    removed = playbook(copy, control_plane, "uninstall.yml", "-e", f"@{TIMEOUTS}")
+    removed = playbook(copy, control_plane, "uninstall.yml", "-e", f"@{SIMULATED}")
     assert removed.returncode == 0, removed.stdout[-3000:] + removed.stderr[-2000:]
     assert account(core) is None

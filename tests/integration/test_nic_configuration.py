@@ -25,7 +25,7 @@ INVENTORY = "nic-configuration-roce"
 UNINSTALL = REPO_ROOT / "playbooks" / "uninstall.yml"
 NS = "nvidia-network-operator"
 GROUP = "configuration.net.nvidia.com"
-# The gate's timeout in molecule/shared/timeouts.yml, which site() passes.
+# The gate's timeout in molecule/shared/simulated-cluster.yml, which site() passes.
 GATE_TIMEOUT = 60
 
 

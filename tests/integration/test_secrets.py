@@ -19,7 +19,7 @@ from kubernetes import client
 
 from tests.harness.controlplane import REPO_ROOT
 from tests.integration.test_diagnostics import DIAGNOSTICS, archive_in
-from tests.integration.test_site import SITE, TIMEOUTS, nodes_for
+from tests.integration.test_site import SIMULATED, SITE, nodes_for
 
 INVENTORY = REPO_ROOT / "inventories" / "shared-device-roce"
 RENDER = REPO_ROOT / "playbooks" / "render.yml"
@@ -78,7 +78,7 @@ def playbook(run_playbook, path: Path, credentials: Path, *extra: str, check: bo
         "-i",
         str(INVENTORY),
         "-e",
-        f"@{TIMEOUTS}",
+        f"@{SIMULATED}",
         "-e",
         f"@{credentials}",
         *extra,

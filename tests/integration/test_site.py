@@ -23,7 +23,7 @@ from tests.unit.inventories import NAMES, inputs
 from tests.unit.test_rbac import resource_of
 
 SITE = REPO_ROOT / "playbooks" / "site.yml"
-TIMEOUTS = REPO_ROOT / "molecule" / "shared" / "timeouts.yml"
+SIMULATED = REPO_ROOT / "molecule" / "shared" / "simulated-cluster.yml"
 METHOD_KINDS = [
     ("mellanox.com", "v1alpha1", "macvlannetworks"),
     ("mellanox.com", "v1alpha1", "ipoibnetworks"),
@@ -67,7 +67,7 @@ def site(run_playbook, inventory: str, *extra: str, check: bool = True):
         "-i",
         str(REPO_ROOT / "inventories" / inventory),
         "-e",
-        f"@{TIMEOUTS}",
+        f"@{SIMULATED}",
         *extra,
         check=check,
     )
@@ -404,7 +404,7 @@ def test_a_role_works_alone_from_a_three_line_playbook(
         "-i",
         str(REPO_ROOT / "inventories" / "shared-device-infiniband"),
         "-e",
-        f"@{TIMEOUTS}",
+        f"@{SIMULATED}",
     )
     assert recap(result.stdout)["failed"] == 0
     if role == "nfd":

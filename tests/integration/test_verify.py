@@ -19,7 +19,7 @@ from ansible_collections.gpudirect.rdma.plugins.filter.verify_pods import verify
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client
 from tests.integration.helpers import server_side_dry_run
-from tests.integration.test_site import TIMEOUTS, nodes_for, recap, site
+from tests.integration.test_site import SIMULATED, nodes_for, recap, site
 from tests.simulator.nodes import HARDWARE_ANNOTATION, Hardware, Nic, register_nodes, remove_nodes
 from tests.unit.inventories import NAMES, inputs
 
@@ -32,7 +32,7 @@ def verify(run_playbook, inventory, report_dir, *extra, check=True, playbook=VER
         "-i",
         str(REPO_ROOT / "inventories" / inventory),
         "-e",
-        f"@{TIMEOUTS}",
+        f"@{SIMULATED}",
         "-e",
         f"verify_report_dir={report_dir}",
         "-e",

@@ -72,6 +72,26 @@ def selector_matches(selector: dict | None, labels: dict) -> bool:
     return all(labels.get(key) == value for key, value in (selector or {}).items())
 
 
+def affinity_matches(affinity: dict | None, labels: dict) -> bool:
+    """A node's labels meet a nodeAffinity's required terms, as the scheduler judges them (one
+    term whose every expression holds; In, NotIn, Exists, DoesNotExist); none required: any."""
+    required = (affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = required.get("nodeSelectorTerms") or []
+    operators = {
+        "In": lambda key, values: labels.get(key) in values,
+        "NotIn": lambda key, values: labels.get(key) not in values,
+        "Exists": lambda key, values: key in labels,
+        "DoesNotExist": lambda key, values: key not in labels,
+    }
+    return not terms or any(
+        all(
+            operators[e["operator"]](e["key"], e.get("values") or [])
+            for e in term.get("matchExpressions") or []
+        )
+        for term in terms
+    )
+
+
 def merge(base: dict, override: dict) -> dict:
     """A new dict: base with override laid over it, nested dicts merged, not replaced."""
     merged = dict(base)

@@ -33,6 +33,7 @@ from tests.simulator.admission import node_overlap
 from tests.simulator.core import (
     DelayGate,
     World,
+    affinity_matches,
     create_if_absent,
     list_cluster,
     now,
@@ -601,10 +602,11 @@ class Kubelet:
             resources = dict(node_status()["allocatable"])
             if gpu_ready:
                 resources["nvidia.com/gpu"] = str(hardware["gpus"])
-            if ncp is not None:
+            labels = node["metadata"].get("labels") or {}
+            # The NicClusterPolicy's DaemonSets carry its nodeAffinity.
+            if ncp is not None and affinity_matches(ncp["spec"].get("nodeAffinity"), labels):
                 resources.update(self._network_operator(ncp["spec"], hardware))
             # The device plugins of the node's NicNodePolicy, with or without a NicClusterPolicy.
-            labels = node["metadata"].get("labels") or {}
             for policy in node_policies:
                 if selector_matches(policy["spec"].get("nodeSelector"), labels):
                     resources.update(self._network_operator(policy["spec"], hardware))

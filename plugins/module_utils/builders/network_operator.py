@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nic_configuration
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nfd, nic_configuration
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     NVIDIA_VENDOR,
     group_name,
@@ -107,6 +107,40 @@ def node_sections(view: dict) -> dict:
     return sections
 
 
+def node_affinity(selector: dict) -> dict:
+    """A node selector as the NicClusterPolicy's nodeAffinity (which the Network Operator puts on
+    the DaemonSets it renders): every label with its value."""
+    expressions = [
+        {"key": key, "operator": "In", "values": [value]} for key, value in selector.items()
+    ]
+    return {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": expressions}]
+        }
+    }
+
+
+def affinity_matches(affinity: dict | None, labels: dict) -> bool:
+    """A node's labels meet a nodeAffinity's required terms (In and Exists, as node_affinity
+    writes them and people write them): one term whose every expression holds."""
+    required = (affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+
+    def holds(expression: dict) -> bool:
+        key, operator = expression.get("key"), expression.get("operator")
+        if operator == "Exists":
+            return key in labels
+        if operator == "DoesNotExist":
+            return key not in labels
+        if operator == "NotIn":
+            return labels.get(key) not in (expression.get("values") or [])
+        return labels.get(key) in (expression.get("values") or [])
+
+    return any(all(holds(e) for e in term.get("matchExpressions") or []) for term in terms)
+
+
 def nic_cluster_policies(plan: dict) -> list[dict]:
     """The NicClusterPolicy: with the cluster model the DOCA driver and the device plugin, and
     with either model the cluster-wide parts (IPoIB, nv-ipam, the NIC Configuration Operator).
@@ -116,6 +150,9 @@ def nic_cluster_policies(plan: dict) -> list[dict]:
     refuses a policy without one)."""
     views = group_plans(plan)
     spec: dict = node_sections(views[0]) if plan["nic_policy_model"] == "cluster" else {}
+    if spec and views[0]["node_selector"] != {nfd.NIC_LABEL: "true"}:
+        # The DaemonSets run on every node with an NVIDIA NIC; a narrower selector narrows them.
+        spec["nodeAffinity"] = node_affinity(views[0]["node_selector"])
     if any(v["method"] == "shared_device" and v["fabric"] == "infiniband" for v in views):
         spec["secondaryNetwork"] = {"ipoib": image(plan, "ipoib")}
     if any(v["ipam"]["type"] == "nv-ipam" for v in views):

@@ -23,6 +23,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
     identity,
     owned_by_collection,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import disruption
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import ADOPTED_KINDS
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     Forbidden,
@@ -257,6 +258,7 @@ EVERY_RUN = (
     Check("openshift", check_openshift, lambda plan, objects: (Read(*CLUSTER_VERSION, "version"),)),
     Check("catalogs", check_catalogs, lambda plan, objects: (Read(*CATALOG_SOURCE),)),
     Check("ownership", check_ownership, _ownership_reads),
+    Check(disruption.CHECK, disruption.check_disruption, disruption.reads),
 )
 
 
@@ -283,22 +285,29 @@ def gather(cluster, plan: dict, objects: list[dict], checks: list[Check] | None 
     found: list[dict] = []
     not_served: set[tuple[str, str]] = set()
     reads = _reads(plan, objects, checks)
-    listed = {(r.api_version, r.kind) for r in reads if r.name is None}
+    listed = {(r.api_version, r.kind) for r in reads if r.name is None and not r.label_selector}
+    seen: set[tuple] = set()
     # In the checks' order (the first read says whether this is OpenShift at all); an object of a
     # kind that is listed comes with the list.
     for read in reads:
         kind = (read.api_version, read.kind)
-        if kind in not_served or (read.name is not None and kind in listed):
+        whole = read.name is None and not read.label_selector
+        if kind in not_served or (not whole and kind in listed):
             continue
         if read.name is None:
-            items = list_if_served(cluster, *kind)
+            items = list_if_served(cluster, *kind, label_selector=read.label_selector)
         else:  # a kind not served has no such object either: nothing to tell apart
             item = get_if_served(cluster, *kind, read.name, read.namespace)
             items = [] if item is None else [item]
         if items is None:
             not_served.add(kind)
             continue
-        found += [{**item, "apiVersion": read.api_version, "kind": read.kind} for item in items]
+        for item in items:  # once, when a named read and a selected list both bring it
+            metadata = item.get("metadata") or {}
+            key = (*kind, metadata.get("namespace"), metadata.get("name"))
+            if key not in seen:
+                seen.add(key)
+                found.append({**item, "apiVersion": read.api_version, "kind": read.kind})
     return Facts(server=cluster.server, objects=tuple(found), not_served=frozenset(not_served))
 
 

@@ -221,6 +221,7 @@ def describe() -> dict:
                 "prunes": s.prunes,
                 "uninstall": f"when {s.uninstall_when}" if s.uninstall_when else "always",
                 "checks": [check.name for check in s.preflight],
+                "disrupts": [f"{d.what}: {d.effect}" for d in s.disruptions],
             }
         )
     roles = {}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     COMPONENT_LABEL,
+    selects,
 )
 
 # How widely diagnostics reads a kind, beyond the objects that carry the collection's label.
@@ -65,6 +66,32 @@ class Setting:
     # The lowest value the step takes, and what it counts.
     minimum: int = 1
     unit: str = "seconds"
+
+
+@dataclass(frozen=True)
+class Disruption:
+    """What changing one part of a step's objects does to the nodes they cover (k8s/disruption.py
+    judges it before any write): the objects of kinds, the part at path (None: the whole spec),
+    covers(object, nodes, the other objects of these kinds) -> the names of the nodes it acts on
+    (nodes: {"name", "labels"}), and the effect (a key of k8s.disruption.EFFECTS) when the part
+    changes, comes to a node (on_create) or leaves it (on_remove)."""
+
+    what: str
+    effect: str
+    kinds: tuple[tuple[str, str], ...]
+    path: str | None
+    covers: Callable[[dict, list[dict], list[dict]], list[str]]
+    on_create: bool = True
+    on_remove: bool = True
+    # Read only the collection's objects of the kinds (a kind with many large objects that are
+    # not the collection's, such as MachineConfigs).
+    owned_only: bool = False
+
+
+def selected_nodes(obj: dict, nodes: list[dict], others: list[dict]) -> list[str]:
+    """The nodes an object's spec.nodeSelector selects (an empty one selects all)."""
+    selector = (obj.get("spec") or {}).get("nodeSelector") or {}
+    return [n["name"] for n in nodes if selects(selector, n["labels"])]
 
 
 @dataclass(frozen=True)
@@ -129,6 +156,8 @@ class Step:
     method: str | None = None
     # Its preflight checks (steps.checks.Check): what each reads and judges, before any write.
     preflight: tuple = ()
+    # What a change of its objects does to nodes (Disruption), agreed or refused before any write.
+    disruptions: tuple = ()
 
     @property
     def component(self) -> str:

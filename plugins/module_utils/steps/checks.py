@@ -35,12 +35,14 @@ def finding(check: str, severity: str, message: str) -> dict:
 
 @dataclass(frozen=True)
 class Read:
-    """One read a check needs: every object of a kind (name None), or one object by name."""
+    """One read a check needs: every object of a kind (name None; with label_selector, those it
+    matches), or one object by name."""
 
     api_version: str
     kind: str
     name: str | None = None
     namespace: str | None = None
+    label_selector: str | None = None
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,18 @@ RDMA (dma-buf or nvidia-peermem) set on top; its driver after the network driver
 from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import gates as gate
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import gpu
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import gpu, nfd
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import identity
 
-from .base import EVERYWHERE, Operator, Setting, Step, install_timeout, stable_seconds
+from .base import (
+    EVERYWHERE,
+    Disruption,
+    Operator,
+    Setting,
+    Step,
+    install_timeout,
+    stable_seconds,
+)
 from .checks import Check, Facts, Read, finding
 
 API_VERSION = "nvidia.com/v1"
@@ -49,6 +57,11 @@ def check_cluster_policy(plan: dict, objects: list[dict], facts: Facts, take_ove
     return found
 
 
+def gpu_nodes(policy: dict, nodes: list[dict], others: list[dict]) -> list[str]:
+    """The nodes the ClusterPolicy's GPU driver runs on: those NFD found an NVIDIA GPU on."""
+    return [n["name"] for n in nodes if n["labels"].get(nfd.GPU_LABEL) == "true"]
+
+
 STEP = Step(
     name="gpu-operator",
     title="NVIDIA GPU Operator",
@@ -71,6 +84,11 @@ STEP = Step(
     wave=4,
     # Anybody's: the GPU Operator honours one ClusterPolicy.
     diagnostics=((API_VERSION, "ClusterPolicy", EVERYWHERE),),
+    disruptions=(
+        Disruption(
+            "GPU driver", "gpu-driver", ((API_VERSION, "ClusterPolicy"),), "spec.driver", gpu_nodes
+        ),
+    ),
     preflight=(
         Check(
             "cluster-policy",

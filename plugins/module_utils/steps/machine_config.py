@@ -8,7 +8,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils import gates as gat
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import machine_config
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import group_plans
 
-from .base import EVERYWHERE, Setting, Step, deleted
+from .base import EVERYWHERE, Disruption, Setting, Step, deleted
 from .checks import (
     CLUSTER_VERSION,
     NODE_READS,
@@ -118,6 +118,12 @@ def rolled_out(results: list[dict]) -> list[dict]:
     return gate.pool_gates(None, [], names) if names else []
 
 
+def pool_nodes(config: dict, nodes: list[dict], others: list[dict]) -> list[str]:
+    """The nodes of the MachineConfigPool a MachineConfig is for (its role label)."""
+    role = ((config.get("metadata") or {}).get("labels") or {}).get(machine_config.ROLE_LABEL)
+    return [n["name"] for n in nodes if f"node-role.kubernetes.io/{role}" in n["labels"]]
+
+
 STEP = Step(
     name="machine-config",
     title="Node configuration (MachineConfigs)",
@@ -140,6 +146,18 @@ STEP = Step(
     namespaces=lambda plan: ["openshift-machine-config-operator"],
     diagnostics=((*POOL_KIND, EVERYWHERE),),
     uninstall_gates=rolled_out,
+    # Created, changed or removed (as uninstall_machine_configs keeps them by default), a
+    # MachineConfig reboots its pool.
+    disruptions=(
+        Disruption(
+            "node configuration",
+            "reboot",
+            ((machine_config.API_VERSION, "MachineConfig"),),
+            None,
+            pool_nodes,
+            owned_only=True,
+        ),
+    ),
     preflight=(
         Check("irdma", check_irdma, lambda plan, objects: NODE_READS),
         Check(

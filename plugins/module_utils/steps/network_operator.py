@@ -8,13 +8,23 @@ from __future__ import annotations
 from ansible_collections.gpudirect.rdma.plugins.module_utils import gates as gate
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
     network_operator,
+    nfd,
     nic_configuration,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     owned_by_collection,
 )
 
-from .base import EVERYWHERE, Operator, Setting, Step, install_timeout, stable_seconds
+from .base import (
+    EVERYWHERE,
+    Disruption,
+    Operator,
+    Setting,
+    Step,
+    install_timeout,
+    selected_nodes,
+    stable_seconds,
+)
 from .checks import NODE_READS, Check, Facts, Read, finding, matching
 
 # The mirror registry's pull Secret, made from gpudirect_rdma_image_registry_username/_password.
@@ -183,6 +193,40 @@ def _model_switch(cluster: dict | None, planned: list[dict], names: set, facts: 
     return [finding("nic-policies", "warning", message)]
 
 
+NIC_POLICY_KINDS = (
+    (network_operator.API_VERSION, "NicClusterPolicy"),
+    (network_operator.API_VERSION, "NicNodePolicy"),
+)
+
+
+def policy_nodes(policy: dict, nodes: list[dict], others: list[dict]) -> list[str]:
+    """The nodes a NIC policy's section acts on: a NicNodePolicy's selected ones; the
+    NicClusterPolicy's, every node with an NVIDIA NIC (and within its nodeAffinity) that no
+    NicNodePolicy with the section covers (the Network Operator's rule, NIC-NODE-POLICY.md)."""
+    if policy["kind"] == "NicNodePolicy":
+        return selected_nodes(policy, nodes, others)
+    taken = {
+        name
+        for other in others
+        if other["kind"] == "NicNodePolicy"
+        for name in selected_nodes(other, nodes, others)
+    }
+    affinity = (policy.get("spec") or {}).get("nodeAffinity")
+    return [
+        n["name"]
+        for n in nodes
+        if n["labels"].get(nfd.NIC_LABEL) == "true"
+        and network_operator.affinity_matches(affinity, n["labels"])
+        and n["name"] not in taken
+    ]
+
+
+def _section(what: str, effect: str, section: str, on_create: bool = True) -> Disruption:
+    return Disruption(
+        what, effect, NIC_POLICY_KINDS, f"spec.{section}", policy_nodes, on_create=on_create
+    )
+
+
 STEP = Step(
     name="network-operator",
     title="NVIDIA Network Operator",
@@ -200,6 +244,12 @@ STEP = Step(
     # leaves before the NicNodePolicies take its sections.
     prunes=True,
     clears=((network_operator.API_VERSION, "NicNodePolicy"),),
+    # The sections of either policy kind (the next step's NicNodePolicies too) that act on nodes.
+    disruptions=(
+        _section("DOCA driver", "driver-reload", "ofedDriver"),
+        _section("RDMA shared device plugin", "device-plugin", "rdmaSharedDevicePlugin", False),
+        _section("SR-IOV device plugin", "device-plugin", "sriovDevicePlugin", False),
+    ),
     # The Network Operator's webhook rules, judged before any write, for this step's
     # NicClusterPolicy and the next step's NicNodePolicies.
     preflight=(

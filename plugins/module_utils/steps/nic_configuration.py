@@ -11,7 +11,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
     owned_by_collection,
 )
 
-from .base import EVERYWHERE, Setting, Step
+from .base import EVERYWHERE, Disruption, Setting, Step, selected_nodes
 from .checks import NODE_READS, Check, Facts, Read, finding, matching, variable, which
 
 
@@ -150,6 +150,17 @@ STEP = Step(
     discover=nic_configuration.with_discovered_types,
     # resetToDefault: every device goes back to its firmware defaults (a reboot each).
     reset=({"spec": {"resetToDefault": True}}, reset_done),
+    # A template removed leaves the firmware as it is (uninstall's reset puts it back).
+    disruptions=(
+        Disruption(
+            "NIC firmware template",
+            "nic-firmware",
+            ((nic_configuration.API_VERSION, "NicConfigurationTemplate"),),
+            "spec.template",
+            selected_nodes,
+            on_remove=False,
+        ),
+    ),
     namespaces=lambda plan: [plan["operators"]["maintenance_operator"]["namespace"]],
     # Anybody's templates (two on one device apply neither), and the devices with their
     # conditions.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ansible_collections.gpudirect.rdma.plugins.module_utils import gates as gate
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import sriov
 
-from .base import deleted
+from .base import Disruption, deleted, selected_nodes
 from .rdma_methods import method_step
 
 
@@ -35,4 +35,13 @@ STEP = method_step(
     gates=lambda plan: [gate.node_states_synced(_operator_namespace(plan))],
     namespaces=lambda plan: [plan["network_namespace"], _operator_namespace(plan)],
     uninstall_gates=vfs_removed,
+    disruptions=(
+        Disruption(
+            "SR-IOV VFs",
+            "drain",
+            ((sriov.API_VERSION, "SriovNetworkNodePolicy"),),
+            None,
+            selected_nodes,
+        ),
+    ),
 )

@@ -92,6 +92,8 @@ def build_plan(given: Mapping) -> dict:
         "nfd": {"operand_image": nfd_image},
         "machine_configs": machine_configs(inputs),
         "nic_configuration": nic_configuration.settings(inputs, node_groups),
+        # The disruptions of nodes in service the inventory agrees to (k8s/disruption.py).
+        "allow_disruption": inputs.checked("allow_disruption"),
         # What the plan ignores and says so (gpudirect.rdma.plan shows them as warnings).
         "warnings": warnings,
     }

@@ -189,6 +189,11 @@ _BY_TYPE = {"bool": boolean, "int": whole(0, None), "list": as_list, "dict": map
 def declared(name: str, value: Any, option: Mapping, rule: Callable | None = None) -> Any:
     """value as its declaration allows (one of its choices, else its type), or as the rule that
     says more (a range, a form) allows."""
+    if "choices" in option and option.get("type") == "list":  # each item one of them
+        choices = tuple(option["choices"])
+        if not isinstance(value, (str, list, tuple)) and value is not None:
+            raise PlanError(name, value, "a list of " + ", ".join(map(str, choices)))
+        return list(dict.fromkeys(each(lambda n, v: choice(n, v, choices))(name, value)))
     if "choices" in option:
         return choice(name, value, tuple(option["choices"]))
     return (rule or _BY_TYPE.get(option.get("type"), lambda _name, given: given))(name, value)

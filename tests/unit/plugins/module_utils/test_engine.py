@@ -34,9 +34,16 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (
     PreflightFailed,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
-from tests.unit.inventories import inputs, mixed_groups
+from tests.unit.inventories import inputs as inventory_inputs
+from tests.unit.inventories import mixed_groups
 
 APPLIED = [{"manager": FIELD_MANAGER, "operation": "Apply"}]
+
+
+def inputs(name: str) -> dict:
+    """An example inventory's inputs, agreeing to every disruption: these tests change objects on
+    purpose (k8s/disruption.py and test_disruption.py judge what that does to nodes)."""
+    return {**inventory_inputs(name), "allow_disruption": ["all"]}
 
 
 def as_applied(obj: dict) -> dict:
@@ -398,7 +405,7 @@ def test_rails_on_the_same_nodes_share_one_read():
 
 
 def test_each_method_step_builds_and_waits_for_its_own_groups_only():
-    plan = build_plan(mixed_groups())
+    plan = build_plan({**mixed_groups(), "allow_disruption": ["all"]})
     sriov = table.component_objects(plan, "sriov-legacy")
     shared = table.component_objects(plan, "shared-device")
     assert table.component_objects(plan, "host-device") == []
@@ -422,7 +429,7 @@ def test_each_method_step_builds_and_waits_for_its_own_groups_only():
 
 
 def test_a_converged_mixed_cluster_is_converged_and_no_method_step_removes_anothers_objects():
-    plan = build_plan(mixed_groups())
+    plan = build_plan({**mixed_groups(), "allow_disruption": ["all"]})
     engine = checked(plan, converged_cluster(plan))
     assert engine.all_work() == []
     assert {r["action"] for r in engine.applier.results} == {"unchanged"}
