@@ -25,6 +25,16 @@ options:
   group:
     description: The node group whose rails count (its C(name)); required when the plan has several.
     type: str
+  chosen:
+    description:
+      - The two nodes the user chose, server first, as a list or one comma-separated string (a survey's
+        or C(-e)'s form); each must be one of O(_input) that can run the test. Empty chooses the first two
+        eligible nodes.
+    type: raw
+  chosen_from:
+    description: The variable O(chosen) came from, for the message when it is wrong.
+    type: str
+    default: verify_nodes
 """
 
 EXAMPLES = r"""
@@ -48,30 +58,53 @@ _value:
     gpus:
       description: For every node given, how many C(nvidia.com/gpu) it advertises as allocatable.
       type: dict
+    cannot:
+      description: The nodes that cannot run the test, each with why, for a message (C(none) when every
+        node given can).
+      type: str
+    pair:
+      description: The server and the client node (O(chosen), else the first two eligible nodes; fewer when
+        there are fewer).
+      type: list
+      elements: str
 """
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (  # noqa: E402
+    chosen_pair,
     eligible_nodes,
     gpu_counts,
     group_view,
 )
 
 
-def verify_nodes(nodes, plan, group=None):
+def verify_nodes(nodes, plan, group=None, chosen=None, chosen_from="verify_nodes"):
     args = validate(
         DOCUMENTATION,
         "gpudirect.rdma.verify_nodes",
-        {"_input": nodes, "plan": plan, "group": group},
+        {
+            "_input": nodes,
+            "plan": plan,
+            "group": group,
+            "chosen": chosen,
+            "chosen_from": chosen_from,
+        },
     )
     try:
         view = group_view(args["plan"], args["group"])
+        eligible, ineligible = eligible_nodes(view, args["_input"])
+        pair = chosen_pair(args["chosen"], args["chosen_from"], eligible, ineligible, args["group"])
     except ValueError as error:
         raise AnsibleFilterError(f"gpudirect.rdma.verify_nodes: {error}") from error
-    eligible, ineligible = eligible_nodes(view, args["_input"])
-    return {"eligible": eligible, "ineligible": ineligible, "gpus": gpu_counts(args["_input"])}
+    return {
+        "eligible": eligible,
+        "ineligible": ineligible,
+        "gpus": gpu_counts(args["_input"]),
+        "pair": pair,
+        "cannot": ", ".join(f"{name} ({why})" for name, why in ineligible.items()) or "none",
+    }
 
 
 class FilterModule:

@@ -10,6 +10,9 @@ example configurations: test_verify_configurations.py."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 
 import junitparser
 import pytest
@@ -18,7 +21,7 @@ from kubernetes import dynamic
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_pods import verify_pods
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client
-from tests.integration.helpers import server_side_dry_run
+from tests.integration.helpers import playbook_command, playbook_env, server_side_dry_run, wait_for
 from tests.integration.test_site import SIMULATED, nodes_for, recap, site
 from tests.simulator.nodes import HARDWARE_ANNOTATION, Hardware, Nic, register_nodes, remove_nodes
 from tests.unit.inventories import NAMES, inputs
@@ -238,7 +241,79 @@ def test_too_few_nodes_is_a_clear_error(run_playbook, harness, tmp_path):
         "-e",
         '{"verify_nodes": ["worker-0", "worker-0"]}',
     )
-    assert "the bandwidth test needs two different schedulable nodes" in output
+    assert (
+        "verify_nodes: got worker-0, worker-0; expected two different node names, server first, "
+        "among the selected nodes: worker-0, worker-1"
+    ) in output
+
+
+def test_chosen_nodes_are_checked_before_any_pod_and_a_comma_string_is_taken(
+    shared_device_roce, run_playbook, core, tmp_path
+):
+    output = failed_verify(
+        run_playbook, "shared-device-roce", tmp_path, "-e", "verify_nodes=worker-1,worker-9"
+    )
+    assert (
+        "verify_nodes: node worker-9 is not one of the selected nodes (no such node, or not "
+        "selected by the node selector); they are: worker-0, worker-1"
+    ) in output, output[-3000:]
+    assert "TASK [gpudirect.rdma.verify : Create the server pod" not in output
+    assert verify_pods_left(core) == []
+    # As a survey or -e gives it: one string, server first.
+    result = verify(
+        run_playbook, "shared-device-roce", tmp_path, "-e", "verify_nodes=worker-1,worker-0"
+    )
+    (pair,) = json.loads((tmp_path / "verify-report.json").read_text())["pairs"]
+    assert (pair["server_node"], pair["client_node"]) == ("worker-1", "worker-0"), result.stdout[
+        -2000:
+    ]
+
+
+def test_the_pods_an_interrupted_run_left_are_removed_by_the_next(
+    shared_device_roce, control_plane, core, tmp_path
+):
+    """Ctrl-C, a lost connection or a killed AAP job leaves the server pod holding every GPU of
+    its node; the next run removes it first and says so."""
+    command = playbook_command(
+        VERIFY,
+        "-i",
+        str(REPO_ROOT / "inventories" / "shared-device-roce"),
+        "-e",
+        f"@{SIMULATED}",
+        "-e",
+        f"verify_report_dir={tmp_path}",
+    )
+    process = subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        env=playbook_env(control_plane.kubeconfig),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: verify_pods_left(core), timeout=120, what="the first test pod")
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    left = verify_pods_left(core)
+    assert left
+    result = subprocess.run(
+        command,
+        cwd=REPO_ROOT,
+        env=playbook_env(control_plane.kubeconfig),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    output = " ".join(result.stdout.split())
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert (
+        "removed what an earlier verify run left (interrupted, or kept with verify_keep_pods): "
+        in output
+    )
+    assert all(f"Pod {name}" in output or name in output for name in left), output[-3000:]
+    assert verify_pods_left(core) == []
 
 
 @pytest.mark.parametrize(

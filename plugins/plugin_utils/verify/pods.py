@@ -165,6 +165,37 @@ def eligible_nodes(view: dict, nodes: list[dict]) -> tuple[list[str], dict[str, 
     return eligible, ineligible
 
 
+def chosen_pair(
+    chosen, variable: str, eligible: list[str], ineligible: dict[str, str], group: str | None
+) -> list[str]:
+    """The two nodes the test runs between: those the user chose (a list, or the comma-separated
+    string a survey or -e gives), checked against the group's nodes, else the first two eligible
+    ones (fewer when the group has fewer). ValueError naming the variable, the node and why."""
+    names = [n for n in (chosen.split(",") if isinstance(chosen, str) else chosen or [])]
+    names = [str(n).strip() for n in names if str(n).strip()]
+    if not names:
+        return eligible[:2]
+    where = f"group {group}'s" if group else "the selected"
+    known = sorted([*eligible, *ineligible])
+    if len(names) != 2 or names[0] == names[1]:
+        raise ValueError(
+            f"{variable}: got {', '.join(names)}; expected two different node names, server "
+            f"first, among {where} nodes: {', '.join(known) or 'none'}"
+        )
+    for name in names:
+        if name in ineligible:
+            raise ValueError(
+                f"{variable}: node {name} cannot run the test: {ineligible[name]}; the nodes "
+                f"that can: {', '.join(eligible) or 'none'}"
+            )
+        if name not in eligible:
+            raise ValueError(
+                f"{variable}: node {name} is not one of {where} nodes (no such node, or not "
+                f"selected by the node selector); they are: {', '.join(known) or 'none'}"
+            )
+    return names
+
+
 def gpu_counts(nodes: list[dict]) -> dict[str, int]:
     """How many GPUs (nvidia.com/gpu) each node advertises as allocatable."""
     return {node["metadata"]["name"]: _allocatable(node, "nvidia.com/gpu") for node in nodes}

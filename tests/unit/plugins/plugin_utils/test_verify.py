@@ -362,7 +362,43 @@ def test_eligible_nodes_need_a_gpu_every_rail_and_no_cordon():
             "d": "advertises no rdma/rdma_shared_device_eth",
         },
         "gpus": {"a": 8, "b": 8, "c": 8, "d": 8},
+        "pair": ["a", "b"],
+        "cannot": "c (unschedulable (cordoned)), d (advertises no rdma/rdma_shared_device_eth)",
     }
+    # Chosen by the user, as a list or the comma-separated string of a survey or -e.
+    assert verify_nodes(nodes, plan=plan, chosen="b, a")["pair"] == ["b", "a"]
+    assert verify_nodes(nodes, plan=plan, chosen=["b", "a"])["pair"] == ["b", "a"]
+    for chosen, message in (
+        (
+            "a,x",
+            "verify_nodes: node x is not one of the selected nodes (no such node, or not "
+            "selected by the node selector); they are: a, b, c, d",
+        ),
+        (
+            "a,c",
+            "verify_nodes: node c cannot run the test: unschedulable (cordoned); the nodes "
+            "that can: a, b",
+        ),
+        (
+            "a,a",
+            "verify_nodes: got a, a; expected two different node names, server first, "
+            "among the selected nodes: a, b, c, d",
+        ),
+        (["a"], "verify_nodes: got a; expected two different node names"),
+    ):
+        with pytest.raises(AnsibleFilterError) as raised:
+            verify_nodes(nodes, plan=plan, chosen=chosen)
+        assert str(raised.value).startswith("gpudirect.rdma.verify_nodes: " + message), chosen
+    with pytest.raises(
+        AnsibleFilterError, match="verify_group_nodes.a100: node a cannot run the test: advertises"
+    ):
+        verify_nodes(
+            nodes,
+            plan=build_plan(inputs("node-groups")),
+            group="a100",
+            chosen="a,x",
+            chosen_from="verify_group_nodes.a100",
+        )
 
 
 # -- node groups: each group between two of its nodes, one report ---------------------------------
