@@ -86,6 +86,9 @@ _value:
     max_busbw_gbytes:
       description: The highest bus bandwidth of any row, out-of-place or in-place, in GB/s.
       type: float
+    max_busbw_gbps:
+      description: The same in Gb/s (the unit of every bandwidth in the report).
+      type: float
     ranks:
       description: Ranks the header lists (null when it lists none); with O(format=json), the
         ranks of C(config.devices).

@@ -67,7 +67,7 @@ _value:
           C(floor_gbps), C(floor_measure) (C(average) or C(largest)), C(floor) (which floor and
           why), C(busbw_judged_gbps) (the number the floor judged), C(exit) (mpirun's; null when the launcher stopped before it),
           C(passed), C(problems), and once the output parsed C(avg_busbw_gbytes),
-          C(avg_busbw_gbps), C(max_busbw_gbytes), C(ranks), C(nodes_in_run), C(devices),
+          C(avg_busbw_gbps), C(max_busbw_gbytes), C(max_busbw_gbps), C(ranks), C(nodes_in_run), C(devices),
           C(transport), C(gpudirect), C(wrong), C(rows), C(largest) and C(warnings) as
           P(gpudirect.rdma.nccl_results#filter) documents them.
       type: list

@@ -61,6 +61,13 @@ options:
         whose path is unknown; the report lists it as a warning instead of a problem.
     type: bool
     default: false
+  run:
+    description:
+      - What the run was, for the report's readers; the verify role gives C(date) (UTC),
+        C(cluster) (the API server), C(inventory) (its sources) and C(versions) (the operators'
+        installed CSVs by package). The collection's own version is added to C(versions).
+    type: dict
+    default: {}
 """
 
 EXAMPLES = r"""
@@ -76,6 +83,11 @@ _value:
   description: The verdict.
   type: dict
   contains:
+    run:
+      description:
+        - O(run) with the collection's version in C(versions), and C(groups), each node group's
+          C(name), C(method), C(fabric) and the C(nodes) tested.
+      type: dict
     passed:
       description: Every pair passed.
       type: bool
@@ -153,6 +165,10 @@ _value:
           C(group) with node groups. A C(failure) fails the report.
       type: list
       elements: dict
+    heading:
+      description: A line or two for people above the table, saying what the run was (RV(_value.run)).
+      type: list
+      elements: str
     table:
       description: Lines of a table for people.
       type: list
@@ -161,6 +177,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.about import (  # noqa: E402
+    collection_version,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.judge import (  # noqa: E402
     host_findings,
@@ -169,7 +188,9 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.judge import
 )
 
 
-def verify_report(logs, plan, pairs, min_gbps=None, nic_devices=None, allow_cross_switch=False):
+def verify_report(
+    logs, plan, pairs, min_gbps=None, nic_devices=None, allow_cross_switch=False, run=None
+):
     args = validate(
         DOCUMENTATION,
         "gpudirect.rdma.verify_report",
@@ -180,8 +201,11 @@ def verify_report(logs, plan, pairs, min_gbps=None, nic_devices=None, allow_cros
             "min_gbps": min_gbps,
             "nic_devices": nic_devices if nic_devices is not None else [],
             "allow_cross_switch": allow_cross_switch,
+            "run": run if run is not None else {},
         },
     )
+    given = args["run"]
+    versions = {"gpudirect.rdma": collection_version(), **(given.get("versions") or {})}
     try:
         runs = runs_from_logs(args["plan"], args["_input"], args["pairs"])
         return report(
@@ -191,6 +215,7 @@ def verify_report(logs, plan, pairs, min_gbps=None, nic_devices=None, allow_cros
             args["nic_devices"],
             allow_cross_switch=args["allow_cross_switch"],
             findings=host_findings(args["plan"], args["_input"], args["pairs"]),
+            context={**given, "versions": versions},
         )
     except ValueError as error:
         raise AnsibleFilterError(f"gpudirect.rdma.verify_report: {error}") from error

@@ -98,6 +98,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+server:
+  description: The API server it read and deleted through (its URL).
+  returned: always
+  type: str
 results:
   description: One entry per object deleted (or, in check mode, that would be) or kept.
   returned: always
@@ -162,6 +166,7 @@ def body(module, cluster, done) -> dict:
         "changed": remover.changed,
         "results": remover.results,
         "deleted": sum(1 for r in remover.results if r["action"] == "deleted"),
+        "server": cluster.server,
     }
     if module._diff:
         result["diff"] = remover.diffs

@@ -296,6 +296,7 @@ def run_report(view: dict, nodes: list[str], log: str, floor: dict, fabric: str)
         "avg_busbw_gbytes",
         "avg_busbw_gbps",
         "max_busbw_gbytes",
+        "max_busbw_gbps",
         "ranks",
         "devices",
         "transport",

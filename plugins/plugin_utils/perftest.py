@@ -100,7 +100,8 @@ def parse(output: str) -> dict:
     result = {
         "bytes": int(result_row["bytes"]),
         "iterations": int(result_row["iterations"]),
-        "bw_peak_gbps": round(convert(float(result_row["peak"])), 3),
+        # A duration run (-D, as the pods run it) measures no peak and prints 0.00: None then.
+        "bw_peak_gbps": round(convert(float(result_row["peak"])), 3) or None,
         "bw_average_gbps": round(convert(float(result_row["average"])), 3),
         "msg_rate_mpps": float(result_row["rate"]),
         "side": "server" if "Waiting for client to connect" in output else "client",

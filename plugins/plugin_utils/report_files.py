@@ -76,7 +76,7 @@ def _run_name(run: dict) -> str:
 
 
 def _run_text(run: dict) -> str:
-    keys = ("ranks", "transport", "gpudirect", "devices", "avg_busbw_gbps", "max_busbw_gbytes")
+    keys = ("ranks", "transport", "gpudirect", "devices", "avg_busbw_gbps", "max_busbw_gbps")
     keys += ("busbw_judged_gbps", "floor_gbps", "floor")
     lines = [f"{key}: {run[key]}" for key in keys if key in run]
     lines.append(f"settings: {run['config_map']}")
@@ -95,6 +95,23 @@ def _suite(parent: ET.Element, name: str, tests: int, failures: int) -> ET.Eleme
     )
 
 
+def _properties(suite: ET.Element, report: dict) -> None:
+    """The run (date, cluster, inventory, versions) and the judging settings as the suite's
+    properties."""
+    run = report.get("run") or {}
+    found = {
+        "date": run.get("date"),
+        "cluster": run.get("cluster"),
+        "inventory": ", ".join(run.get("inventory") or []) or None,
+        **{f"version {name}": v for name, v in (run.get("versions") or {}).items()},
+        **{key: report.get(key) for key in ("min_gbps", "gpu_memory", "allow_cross_switch")},
+    }
+    properties = ET.SubElement(suite, "properties")
+    for name, value in found.items():
+        if value is not None and value != "":
+            ET.SubElement(properties, "property", name=name, value=str(value))
+
+
 def junit(report: dict) -> str:
     """JUnit XML of the report: a test suite of one test case per pair, one of a test case per
     host check, and one of a test case per NCCL run."""
@@ -102,10 +119,7 @@ def junit(report: dict) -> str:
     failed = [p for p in pairs if not p["passed"]]
     suites = ET.Element("testsuites", name=SUITE, tests=str(len(pairs)), failures=str(len(failed)))
     suite = _suite(suites, "GPUDirect RDMA bandwidth", len(pairs), len(failed))
-    properties = ET.SubElement(suite, "properties")
-    for key in ("min_gbps", "gpu_memory", "allow_cross_switch"):
-        if report.get(key) is not None:
-            ET.SubElement(properties, "property", name=key, value=str(report[key]))
+    _properties(suite, report)
     for pair in pairs:
         classname = "gpudirect.rdma.bandwidth" + (f".{pair['group']}" if "group" in pair else "")
         case = ET.SubElement(suite, "testcase", classname=classname, name=_pair_name(pair))
@@ -365,7 +379,7 @@ def _nccl_rows(runs: list[dict], grouped: bool) -> list[dict]:
             gpudirect_shown(run),
             ", ".join(run.get("devices") or []) or None,
             (run.get("avg_busbw_gbps"), True),
-            (run.get("max_busbw_gbytes"), True),
+            (run.get("max_busbw_gbps"), True),
             (run.get("busbw_judged_gbps"), True),
             f"{run['floor_gbps']:g}: {run['floor']}",
             run["config_map"],
@@ -379,7 +393,7 @@ _PAIR_COLUMNS = ["rail", "server -> client", "NIC", "link", "GID", "server GPU",
 _PAIR_COLUMNS += ["avg Gb/s", "floor Gb/s", "Mpps", "GPU memory", "result"]
 _CHECK_COLUMNS = ["node", "check", "rail", "status", "what was found", "what to change", "read"]
 _NCCL_COLUMNS = ["nodes", "ranks", "transport", "GPUDirect", "NICs", "avg busbw Gb/s"]
-_NCCL_COLUMNS += ["best busbw GB/s", "judged Gb/s", "floor Gb/s", "NCCL settings", "result"]
+_NCCL_COLUMNS += ["best busbw Gb/s", "judged Gb/s", "floor Gb/s", "NCCL settings", "result"]
 _DEVICE_KEYS = ("node", "name", "type", "firmware", "configuration")
 _TEMPLATE = Path(__file__).with_name("report.html.j2")
 _BETWEEN_TAGS = re.compile(r">\s+<")
@@ -404,7 +418,13 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
         for p in pairs
         if p["problems"] or p.get("warnings")
     ]
+    run = report.get("run") or {}
     page = _template().render(
+        run=run,
+        run_groups=[
+            _row(None, g["name"] or "-", g["method"], g["fabric"], ", ".join(g["nodes"]) or None)
+            for g in run.get("groups") or []
+        ],
         title=title,
         style=_STYLE,
         passed=bool(report.get("passed")),

@@ -83,6 +83,26 @@ def test_a_passing_pair(shared_device_roce, run_playbook, core, tmp_path):
     )
     assert "every pair reached its floor (150 Gb/s) with GPU memory (dmabuf)" in result.stdout
     assert (pair["floor_gbps"], pair["floor"]) == (150, "verify_min_gbps")
+    # What the run was: when, on which cluster, from which inventory, with which versions.
+    run = report["run"]
+    assert run["cluster"].startswith("https://127.0.0.1:") and run["date"].endswith("Z")
+    assert run["inventory"] == [str(REPO_ROOT / "inventories" / "shared-device-roce")]
+    assert set(run["versions"]) == {
+        "gpudirect.rdma",
+        "nfd",
+        "sriov-network-operator",
+        "nvidia-network-operator",
+        "gpu-operator-certified",
+    }, run["versions"]
+    assert run["groups"] == [
+        {
+            "name": None,
+            "method": "shared_device",
+            "fabric": "roce",
+            "nodes": ["worker-0", "worker-1"],
+        }
+    ]
+    assert f"run: {run['date']}, cluster {run['cluster']}, inventory " in result.stdout
     # The pods read the fake nodes' 200 Gb/s ports; the pairing as the pod decided it.
     assert (pair["server_port_gbps"], pair["client_port_gbps"]) == (200, 200)
     assert (pair["server_gpu"]["source"], pair["server_gpu"]["relation"]) == ("matrix", "PIX")

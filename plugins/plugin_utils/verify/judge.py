@@ -28,6 +28,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.tables impor
     host_table,
     nccl_table,
     nic_table,
+    run_lines,
     table,
 )
 
@@ -105,6 +106,7 @@ def report(
     devices: list[dict] | None = None,
     allow_cross_switch: bool = False,
     findings: list[dict] | None = None,
+    context: dict | None = None,
 ) -> dict:
     """runs: per rail of each group {group, rail, server_node, client_node, server_log,
     client_log, server_path, client_path, server_rate, client_rate} (runs_from_logs). A pair
@@ -113,7 +115,9 @@ def report(
     the plan says (dmabuf or peermem), and on both sides the GPU and the NIC share a PCIe switch
     (PIX or PXB; with allow_cross_switch other paths are warnings). devices: the NicDevice
     objects, whose state on the tested nodes the report shows (nic_devices). findings: the host
-    checks (host_findings); one that failed fails the report."""
+    checks (host_findings); one that failed fails the report. context: what the run was (date,
+    cluster, inventory, versions), which the report carries with each node group's method,
+    fabric and nodes."""
     pairs = []
     for run in runs:
         view = group_view(plan, run["group"])
@@ -194,7 +198,9 @@ def report(
     findings = findings or []
     host_failed = [f for f in findings if f["status"] == "failure"]
     settings, config_maps = nccl_environments(plan, pairs)
+    about = about_run(plan, pairs, context or {})
     return {
+        "run": about,
         "passed": bool(pairs) and all(p["passed"] for p in pairs) and not host_failed,
         "min_gbps": min_gbps,
         "allow_cross_switch": allow_cross_switch,
@@ -204,12 +210,32 @@ def report(
         "host_checks": findings,
         "nccl_settings": settings,
         "nccl_config_maps": config_maps,
+        "heading": run_lines(about),
         "table": table(pairs)
         + host_table(findings)
         + nccl_table(settings)
         + ([""] if nics else [])
         + nic_table(nics),
     }
+
+
+def about_run(plan: dict, pairs: list[dict], run: dict) -> dict:
+    """What the run was: as given (date, cluster, inventory, versions), with each node group's
+    method, fabric and tested nodes."""
+    tested: dict = {}
+    for pair in pairs:
+        nodes = tested.setdefault(pair.get("group"), [])
+        nodes += [n for n in (pair["server_node"], pair["client_node"]) if n not in nodes]
+    groups = [
+        {
+            "name": group["name"],
+            "method": group["method"],
+            "fabric": group["fabric"],
+            "nodes": tested.get(group["name"] if several_groups(plan) else None, []),
+        }
+        for group in plan["groups"]
+    ]
+    return {**run, "groups": groups}
 
 
 def nccl_environments(plan: dict, pairs: list[dict]) -> tuple[list[dict], list[dict]]:

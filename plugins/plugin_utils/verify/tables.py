@@ -51,6 +51,28 @@ def _path_cell(path: dict | None) -> str:
     return f"GPU{path['gpu']} {path['relation']}"
 
 
+def run_lines(run: dict) -> list[str]:
+    """The run in a line or two: when, where, what and with which versions; then each node
+    group's method and fabric."""
+    versions = run.get("versions") or {}
+    head = ", ".join(
+        part
+        for part in (
+            run.get("date"),
+            run.get("cluster") and f"cluster {run['cluster']}",
+            run.get("inventory") and f"inventory {', '.join(run['inventory'])}",
+            ", ".join(f"{name} {version}" for name, version in versions.items()),
+        )
+        if part
+    )
+    groups = "; ".join(
+        f"{('group ' + g['name'] + ': ') if g['name'] else ''}{g['method']} over {g['fabric']}"
+        + (f" ({', '.join(g['nodes'])})" if g.get("nodes") else "")
+        for g in run.get("groups") or []
+    )
+    return [line for line in (head and f"run: {head}", groups) if line] + [""]
+
+
 def table(pairs: list[dict]) -> list[str]:
     """The pairs as aligned columns, then each pair's problems and warnings on lines of their
     own (the table stays narrow enough for a terminal)."""
@@ -61,7 +83,7 @@ def table(pairs: list[dict]) -> list[str]:
     lines = [
         f"{group}{'rail':<5}{'server -> client':<{nodes}}{'NIC':<9}{'link':<10}{'GID':<5}"
         f"{'server GPU':<14}{'client GPU':<14}{'avg Gb/s':>10}{'floor Gb/s':>12}"
-        f"{'peak Gb/s':>11}{'Mpps':>10}  {'GPU memory':<11}result"
+        f"{'Mpps':>10}  {'GPU memory':<11}result"
     ]
     notes = []
     for p in pairs:
@@ -73,7 +95,6 @@ def table(pairs: list[dict]) -> list[str]:
             f"{'-' if p.get('gid_index') is None else p['gid_index']:<5}"
             f"{_path_cell(p.get('server_gpu')):<14}{_path_cell(p.get('client_gpu')):<14}"
             f"{p.get('bw_average_gbps', '-'):>10}{p.get('floor_gbps', '-'):>12}"
-            f"{p.get('bw_peak_gbps', '-'):>11}"
             f"{p.get('msg_rate_mpps', '-'):>10}  {p.get('gpu_memory') or '-':<11}"
             + ("pass" if p["passed"] else "FAIL")
             + (" (warnings)" if p["passed"] and p.get("warnings") else "")

@@ -8,11 +8,14 @@ from html.parser import HTMLParser
 
 import junitparser
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_files import verify_files
 from ansible_collections.gpudirect.rdma.plugins.filter.verify_report import verify_report
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.about import collection_version
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.harness.controlplane import REPO_ROOT
 from tests.unit.inventories import inputs
 from tests.unit.plugins.plugin_utils.test_verify import (
     HGX_CROSS,
@@ -64,6 +67,51 @@ def test_junit_has_a_case_per_pair_and_a_failure_per_failed_pair(tmp_path):
     assert "server: GPU 0 (00000000:18:00.0) PIX to mlx5_0" in cases[0].system_out
     assert "bw_average_gbps: 180.47" in cases[2].system_out
     assert {p.name: p.value for p in suite.properties()}["min_gbps"] == "100.0"
+
+
+RUN = {
+    "date": "2026-12-04T14:00:00Z",
+    "cluster": "https://api.rack7.example:6443",
+    "inventory": ["/srv/inventories/rack7"],
+    "versions": {"nvidia-network-operator": "nvidia-network-operator.v26.4.1"},
+}
+
+
+def test_the_report_says_when_where_what_and_with_which_versions(tmp_path):
+    plan = build_plan(inputs("multi-rail-hgx"))
+    report = verify_report(
+        hgx_logs(), plan=plan, pairs=[["worker-0", "worker-1"]], min_gbps=100, run=RUN
+    )
+    run = report["run"]
+    assert run["versions"] == {
+        "gpudirect.rdma": collection_version(),
+        "nvidia-network-operator": "nvidia-network-operator.v26.4.1",
+    }
+    assert collection_version() == yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text())["version"]
+    assert run["groups"] == [
+        {
+            "name": None,
+            "method": "shared_device",
+            "fabric": "roce",
+            "nodes": ["worker-0", "worker-1"],
+        }
+    ]
+    assert report["heading"] == [
+        f"run: 2026-12-04T14:00:00Z, cluster https://api.rack7.example:6443, inventory "
+        f"/srv/inventories/rack7, gpudirect.rdma {collection_version()}, "
+        "nvidia-network-operator nvidia-network-operator.v26.4.1",
+        "shared_device over roce (worker-0, worker-1)",
+        "",
+    ]
+    files = verify_files(report)
+    suite = list(junitparser.JUnitXml.fromfile(str(write(tmp_path, files["junit"], "r.xml"))))[0]
+    properties = {p.name: p.value for p in suite.properties()}
+    assert properties["date"] == "2026-12-04T14:00:00Z"
+    assert properties["cluster"] == "https://api.rack7.example:6443"
+    assert properties["version nvidia-network-operator"] == "nvidia-network-operator.v26.4.1"
+    assert "cluster https://api.rack7.example:6443" in files["html"]
+    # One unit for bandwidth, and no column a duration run does not measure.
+    assert "GB/s" not in files["html"] and "peak" not in " ".join(report["table"])
 
 
 def test_junit_of_node_groups_names_the_group_in_the_class(tmp_path):
@@ -118,7 +166,9 @@ def test_the_page_is_self_contained_with_the_pairs_a_chart_and_the_findings():
     assert page.fetches == [], "a page opened without network fetches nothing"
     assert page_text.startswith("<!DOCTYPE html>")
     assert "<title>HGX rack 7</title>" in page_text
-    assert page.rows == 1 + 8 + 1 + 52, "pairs, then host checks: a header and a row each"
+    assert page.rows == 1 + 1 + 1 + 8 + 1 + 52, (
+        "the run's node groups, the pairs, then host checks: a header and a row each"
+    )
     assert page.bars == 8, "a bar per pair"
     assert "passed; floor 100 Gb/s (verify_min_gbps);" in page_text
     assert page_text.count('<line class="floor"') == 8, "a floor mark per pair"
