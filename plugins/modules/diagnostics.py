@@ -25,8 +25,9 @@ description:
     and status) - then the index of files, the kinds the API server does not serve (their operator is
     not installed yet) and every read that failed. The gate's objects are whole in C(gate.yaml).
   - A kind that is not served, a log the API server cannot serve or a forbidden read is noted in the
-    summary and the rest goes on; an API server that cannot be reached at all still gives an archive,
-    with that error in the summary (and a warning).
+    summary and the rest goes on; an API server that cannot be reached at all gives no archive
+    (there is nothing in it to read), only the error (and a warning).
+  - Beside the dated archives, C(gpudirect-rdma-diagnostics-latest.tar.gz) links to the newest.
   - Returns C(changed=false) - nothing in the cluster changes; the archive is a new report each time.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -108,10 +109,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 archive:
-  description: Path of the archive written.
+  description: Path of the archive written; null when nothing could be read (RV(error) says why).
   returned: always
   type: str
-  sample: /home/me/gpudirect-rdma-diagnostics/gpudirect-rdma-diagnostics-20250601T120000Z.tar.gz
+  sample: /home/me/gpudirect-rdma-output/gpudirect-rdma-diagnostics-20250601T120000Z.tar.gz
+latest:
+  description: The link C(gpudirect-rdma-diagnostics-latest.tar.gz) to it, beside it; null with no archive.
+  returned: always
+  type: str
+  sample: /home/me/gpudirect-rdma-output/gpudirect-rdma-diagnostics-latest.tar.gz
 files:
   description: The files in the archive, C(summary.yaml) first.
   returned: always
@@ -142,7 +148,7 @@ api_server:
   type: str
   sample: https://api.cluster.example.com:6443
 error:
-  description: Why the API server could not be read at all (the archive then holds the summary only); null when it was.
+  description: Why the API server could not be read at all (no archive is written then); null when it was.
   returned: always
   type: str
 """
@@ -196,7 +202,7 @@ def run(module):
     try:
         cluster = Cluster(module)
         server = cluster.server
-    except Exception as exc:  # any failure to connect still gives an archive saying so
+    except Exception as exc:  # any failure to connect is said, not raised
         server, error = server_of(exc) or server, describe(exc)
     try:
         result = collect(

@@ -238,8 +238,9 @@ def test_without_the_bindings_each_playbook_stops_at_its_first_request(
     result = verify(as_nobody, FIRST, tmp_path, check=False)
     assert result.returncode != 0
     output = one_line(result)
+    # Its first request looks for the pods an interrupted run left.
     assert (
-        f'forbidden: the API server does not allow user "{NOBODY}" to list nodes (nodes is '
+        f'forbidden: the API server does not allow user "{NOBODY}" to list pods (pods is '
         "forbidden:" in output
     ), output[-3000:]
     assert "rbac/gpudirect-rdma-installer.yaml" in output

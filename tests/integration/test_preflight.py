@@ -13,6 +13,9 @@ from tests.integration.test_site import nodes_for, recap, site
 from tests.simulator.nodes import FAKE_NODE_LABEL, Hardware, Nic, register_nodes, remove_nodes
 
 PREFLIGHT = REPO_ROOT / "playbooks" / "preflight.yml"
+# The cluster these tests share was converged with other inventories before: what switching does
+# to its nodes is test_disruption.py's subject, not these tests'.
+AGREED = ("-e", "gpudirect_rdma_allow_disruption=all")
 SRIOV_NAMESPACE = "openshift-sriov-network-operator"
 
 
@@ -49,7 +52,11 @@ def test_a_healthy_cluster_passes_with_a_summary(run_playbook, harness, control_
     nodes_for(harness, "shared-device-roce")
     audit = AuditLog(control_plane.audit_log).mark()
     result = run_playbook(
-        PREFLIGHT, "-i", str(REPO_ROOT / "inventories" / "shared-device-roce"), check=False
+        PREFLIGHT,
+        "-i",
+        str(REPO_ROOT / "inventories" / "shared-device-roce"),
+        *AGREED,
+        check=False,
     )
     output = flat(result)
     assert result.returncode == 0, output[-3000:]
@@ -223,6 +230,7 @@ def test_intel_nics_without_the_irdma_blacklist_are_a_warning(run_playbook, harn
         PREFLIGHT,
         "-i",
         str(REPO_ROOT / "inventories" / "shared-device-roce"),
+        *AGREED,
         "-e",
         "gpudirect_rdma_blacklist_irdma=false",
         check=False,
@@ -432,6 +440,7 @@ def test_single_node_openshift(run_playbook, harness, core, knobs, control_plane
             PREFLIGHT,
             "-i",
             str(REPO_ROOT / "inventories" / "shared-device-roce"),
+            *AGREED,
             "-e",
             "gpudirect_rdma_machine_config_role=master",
             check=False,

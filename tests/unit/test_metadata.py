@@ -238,3 +238,22 @@ def test_requires_ansible_is_exactly_the_ansible_cores_the_tests_run():
     assert tested == [(low[0], minor) for minor in range(low[1], high[1])], (required, tested)
     # make test runs the lowest (requirements-test.txt), make test-matrix each other one.
     assert _minor(ANSIBLE_CORE_VERSION) in tested, (ANSIBLE_CORE_VERSION, tested)
+
+
+def test_what_the_playbooks_write_where_they_run_is_ignored_by_git_and_the_build():
+    """The folders the playbooks write into by default (PWD/<folder>), and the files where older
+    releases wrote them, never reach git or a built tarball."""
+    defaults = [
+        (REPO_ROOT / "roles" / "verify" / "defaults" / "main.yml").read_text(),
+        (REPO_ROOT / "roles" / "diagnostics" / "defaults" / "main.yml").read_text(),
+        (REPO_ROOT / "playbooks" / "render.yml").read_text(),
+    ]
+    folders = {folder for text in defaults for folder in re.findall(r"'/([a-z-]+)'\)? *}}", text)}
+    assert folders == {"gpudirect-rdma-output", "rendered"}, folders
+    ignored = set(yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text())["build_ignore"])
+    gitignored = set((REPO_ROOT / ".gitignore").read_text().split())
+    for name in (*folders, "gpudirect-rdma-diagnostics"):
+        assert name in ignored, f"galaxy.yml build_ignore lacks {name}"
+        assert f"{name}/" in gitignored, f".gitignore lacks {name}/"
+    assert "verify-report.*" in ignored
+    assert {"verify-report.json", "verify-report.xml", "verify-report.html"} <= gitignored

@@ -45,6 +45,8 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.yaml_text import to
 OLM = "operators.coreos.com/v1alpha1"
 MARKETPLACE = "openshift-marketplace"
 PREFIX = "gpudirect-rdma-diagnostics-"
+# The link to the newest archive of a folder.
+LATEST = PREFIX + "latest.tar.gz"
 SUMMARY = "summary.yaml"
 GATE = "gate.yaml"
 
@@ -549,12 +551,27 @@ def write_archive(files: dict[str, str], dest: str, when: datetime) -> str:
     return archive
 
 
+def link_latest(archive: str) -> str:
+    """<dest>/gpudirect-rdma-diagnostics-latest.tar.gz, a link to the archive just written (the
+    name a script or a person can open without knowing the time)."""
+    latest = os.path.join(os.path.dirname(archive), LATEST)
+    partial = latest + ".partial"
+    if os.path.lexists(partial):
+        os.remove(partial)
+    os.symlink(os.path.basename(archive), partial)
+    os.replace(partial, latest)
+    return latest
+
+
 def collect(cluster, dest: str, **options) -> dict:
-    """Gather (with gather()'s options) and write; what the module returns."""
+    """Gather (with gather()'s options) and write; what the module returns. Nothing read (the API
+    server unreachable, no connection): no archive, the error says why."""
     when = options.pop("when", None) or utc_now()
     gathered = gather(cluster, when=when, **options)
+    archive = None if gathered.error else write_archive(gathered.files, dest, when)
     return {
-        "archive": write_archive(gathered.files, dest, when),
+        "archive": archive,
+        "latest": link_latest(archive) if archive else None,
         "files": list(gathered.files),
         "api_server": gathered.server,
         "error": gathered.error,

@@ -8,6 +8,7 @@ import json
 import stat
 import tarfile
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 import yaml
@@ -491,6 +492,21 @@ def test_the_archive_holds_the_summary_first_and_is_for_its_owner_only(cluster, 
     again = write_archive({SUMMARY: "x: 1\n"}, str(dest), WHEN)
     assert again.endswith("gpudirect-rdma-diagnostics-20250601T120000Z-1.tar.gz")
     assert [p.name for p in dest.iterdir() if p.name.startswith(".")] == []
+    # The newest archive under a fixed name, beside the dated ones.
+    latest = dest / "gpudirect-rdma-diagnostics-latest.tar.gz"
+    assert result["latest"] == str(latest) and latest.resolve() == archive.resolve()
+    later = collect(cluster, str(dest), log_lines=5, server="https://api", when=WHEN)
+    assert later["archive"].endswith("-2.tar.gz")
+    assert latest.resolve() == Path(later["archive"]).resolve()
+
+
+def test_nothing_read_writes_no_archive_and_says_why(tmp_path):
+    result = collect(None, str(tmp_path / "out"), server="https://api", error="connection refused")
+    assert (result["archive"], result["latest"]) == (None, None)
+    assert result["error"] == (
+        "the API server could not be reached; nothing was read from it: connection refused"
+    )
+    assert not (tmp_path / "out").exists()
 
 
 def test_every_managed_kind_is_read_and_never_a_secret():
