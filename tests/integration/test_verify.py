@@ -300,11 +300,9 @@ def test_the_pods_an_interrupted_run_left_are_removed_by_the_next(
         str(REPO_ROOT / "inventories" / "shared-device-roce"),
         "-e",
         f"@{SIMULATED}",
-        "-e",
-        f"verify_report_dir={tmp_path}",
     )
     process = subprocess.Popen(
-        command,
+        [*command, "-e", f"verify_report_dir={tmp_path}"],
         cwd=REPO_ROOT,
         env=playbook_env(control_plane.kubeconfig),
         stdout=subprocess.DEVNULL,
@@ -318,10 +316,14 @@ def test_the_pods_an_interrupted_run_left_are_removed_by_the_next(
         process.wait(timeout=30)
     left = verify_pods_left(core)
     assert left
+    # The next run from another directory, with the default report folder: ANSIBLE_CONFIG
+    # finds the collection, the reports go to ./gpudirect-rdma-output there.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     result = subprocess.run(
         command,
-        cwd=REPO_ROOT,
-        env=playbook_env(control_plane.kubeconfig),
+        cwd=elsewhere,
+        env=playbook_env(control_plane.kubeconfig, PWD=str(elsewhere)),  # as a shell sets it
         capture_output=True,
         text=True,
         check=False,
@@ -334,6 +336,7 @@ def test_the_pods_an_interrupted_run_left_are_removed_by_the_next(
     )
     assert all(f"Pod {name}" in output or name in output for name in left), output[-3000:]
     assert verify_pods_left(core) == []
+    assert (elsewhere / "gpudirect-rdma-output" / "verify-report.json").is_file()
 
 
 @pytest.mark.parametrize(
