@@ -142,7 +142,8 @@ preflight:
   description:
     - The preflight verdict of the run, for the next (O(preflight)); the action plugin also sets
       it as the fact C(gpudirect_rdma_preflight).
-    - C(plan), the plan it holds for (a digest); C(pending), the checks still skipped.
+    - C(plan), the plan it holds for (a digest); C(pending), the checks still skipped;
+      C(written), the steps this run has applied so far (a later preflight failure names them).
   returned: always
   type: dict
 summary:
@@ -171,6 +172,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.module import (  # noqa: E402
     progress_of,
     run_module,
+    say,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (  # noqa: E402
     summary,
@@ -239,6 +241,20 @@ def roles(engine: Engine, names: list[str]) -> list[str]:
     )
 
 
+def written(engine, decided: dict | None) -> list[str]:
+    """The steps this run has written so far: the earlier tasks' (the verdict they passed on) and
+    this task's that changed something (none in check mode)."""
+    found = list((decided or {}).get("written") or [])
+    if not engine.check_mode:
+        found += [
+            s["step"]
+            for s in engine.steps
+            if s["step"] not in found
+            and any(r["action"] != "unchanged" for r in s.get("results") or [])
+        ]
+    return found
+
+
 def body(module, cluster, done) -> dict:
     params = module.params
     names = table.selected(params["name"], params["role"])
@@ -258,6 +274,12 @@ def body(module, cluster, done) -> dict:
     for finding in engine.findings:
         if finding["severity"] == "warning":
             module.warn(f"preflight {finding['check']}: {finding['message']}")
+        elif finding["severity"] == "skipped":
+            say(
+                module,
+                f"preflight {finding['check']} skipped: {finding['message']}; judged again before "
+                "each step that follows, until it can run",
+            )
     work = engine.all_work() if module.check_mode else []
     result = {
         "changed": engine.changed,
@@ -265,7 +287,7 @@ def body(module, cluster, done) -> dict:
         "work": work,
         "steps": engine.steps,
         "findings": engine.findings,
-        "preflight": engine.verdict,
+        "preflight": {**engine.verdict, "written": written(engine, params["preflight"])},
         "summary": summary(engine.findings),
         # A role that runs several steps (network_operator) is named once, at its first.
         "roles": roles(engine, names),

@@ -48,14 +48,23 @@ class DiscoveryTimeout(TimeoutError):
 
 
 class PreflightFailed(Exception):
-    """The preflight checks found errors; nothing was written."""
+    """The preflight checks found errors: this module run wrote nothing. written: the steps that
+    earlier tasks of the same run applied (the verdict carries them), which the message names, so
+    that it never says nothing was written when something was."""
 
-    def __init__(self, findings: list[dict]):
+    def __init__(self, findings: list[dict], written: list[str] | None = None):
         self.findings = findings
         errors = sum(1 for f in findings if f["severity"] == "error")
+        if written:
+            what = (
+                f"this step wrote nothing, but earlier steps of this run applied their changes "
+                f"({', '.join(written)}); once the errors are fixed, run the playbook again: it "
+                "continues from what exists"
+            )
+        else:
+            what = "nothing was written to the cluster"
         super().__init__(
-            f"preflight found {errors} error(s); nothing was written to the cluster.\n"
-            + "\n".join(preflight.summary(findings))
+            f"preflight found {errors} error(s); {what}.\n" + "\n".join(preflight.summary(findings))
         )
 
 
@@ -103,7 +112,7 @@ class Engine:
             self.reads, self.plan, objects, self.take_over, self.cluster.server, self.decided
         )
         if any(f["severity"] == "error" for f in self.findings):
-            raise PreflightFailed(self.findings)
+            raise PreflightFailed(self.findings, (self.decided or {}).get("written"))
         return self.findings
 
     # -- the steps ----------------------------------------------------------------------------

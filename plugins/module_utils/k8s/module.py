@@ -23,7 +23,6 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import PreflightFailed
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import OlmError
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import summary
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import Progress
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import GateError
 
@@ -43,6 +42,16 @@ def progress_of(module) -> Progress:
     return Progress(getattr(module, "progress", None), every=module.params.get("progress_interval"))
 
 
+def say(module, line: str) -> None:
+    """A line for the user now: under the task when the module runs in the action's process,
+    else a warning of its result (a shipped module prints nothing else)."""
+    emit = getattr(module, "progress", None)
+    if emit:
+        emit(line)
+    else:
+        module.warn(line)
+
+
 def reported(error: Exception) -> dict | None:
     """What a failure the engine raises on purpose adds to the module's result; None for any
     other error."""
@@ -53,7 +62,8 @@ def reported(error: Exception) -> dict | None:
     if isinstance(error, ForeignObjects):
         return {"foreign": error.names}
     if isinstance(error, PreflightFailed):
-        return {"findings": error.findings, "summary": summary(error.findings)}
+        # The message holds the summary already: once is enough in the task's output.
+        return {"findings": error.findings}
     if isinstance(error, (Refused, OlmError, NotServed, TimeoutError)):
         return {}
     return None
