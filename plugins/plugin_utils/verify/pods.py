@@ -171,8 +171,8 @@ def chosen_pair(
     """The two nodes the test runs between: those the user chose (a list, or the comma-separated
     string a survey or -e gives), checked against the group's nodes, else the first two eligible
     ones (fewer when the group has fewer). ValueError naming the variable, the node and why."""
-    names = [n for n in (chosen.split(",") if isinstance(chosen, str) else chosen or [])]
-    names = [str(n).strip() for n in names if str(n).strip()]
+    given = chosen.split(",") if isinstance(chosen, str) else chosen or []
+    names = [str(n).strip() for n in given if str(n).strip()]
     if not names:
         return eligible[:2]
     where = f"group {group}'s" if group else "the selected"
