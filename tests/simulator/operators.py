@@ -41,6 +41,7 @@ from tests.simulator.core import (
     selector_matches,
 )
 from tests.simulator.nodes import (
+    DEFAULT_RATE_GBPS,
     HARDWARE_ANNOTATION,
     NFD_GPU_NIC_LABELS,
     node_status,
@@ -87,11 +88,13 @@ class Nfd:
         instances = _list(world, "nfd.openshift.io", "v1", "nodefeaturediscoveries")
         if not instances:
             return
+        namespace = instances[0]["metadata"]["namespace"]
         for node in fake_nodes(world):
             labels = node["metadata"].get("labels") or {}
             missing = {k: v for k, v in NFD_GPU_NIC_LABELS.items() if labels.get(k) != v}
             if missing:
                 world.core.patch_node(node["metadata"]["name"], {"metadata": {"labels": missing}})
+        node_features(world, namespace)
         for instance in instances:
             _set_status(
                 world,
@@ -111,6 +114,67 @@ class Nfd:
                     ],
                 },
             )
+
+
+NODE_FEATURES = ("nfd.k8s-sigs.io", "v1alpha1", "nodefeatures")
+
+
+def node_features(world: World, namespace: str) -> None:
+    """The NodeFeature nfd-worker writes for its node (named as the node, in NFD's namespace,
+    labelled nfd.node.kubernetes.io/node-name): the network source's device features, one per
+    interface with a PCI device, with name, operstate, speed (Mb/s), sriov_numvfs and
+    sriov_totalvfs (node-feature-discovery source/network/network.go, detectNetDevices). Written
+    when missing or different; those of nodes that left are deleted."""
+    group, version, plural = NODE_FEATURES
+    existing = {
+        o["metadata"]["name"]: o
+        for o in world.custom.list_namespaced_custom_object(group, version, namespace, plural)[
+            "items"
+        ]
+    }
+    nodes = fake_nodes(world, reuse=True)
+    for node in nodes:
+        name = node["metadata"]["name"]
+        elements = [
+            {
+                "attributes": {
+                    "name": nic["name"],
+                    "operstate": "up",
+                    "speed": str(int(nic.get("rateGbps") or DEFAULT_RATE_GBPS) * 1000),
+                    "sriov_numvfs": "0",
+                    "sriov_totalvfs": str(total_vfs_of(nic)),
+                }
+            }
+            for nic in hardware_of(node)["nics"]
+        ]
+        spec = {"features": {"instances": {"network.device": {"elements": elements}}}}
+        if name in existing and existing[name].get("spec") == spec:
+            continue
+        body = {
+            "apiVersion": f"{group}/{version}",
+            "kind": "NodeFeature",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {"nfd.node.kubernetes.io/node-name": name},
+            },
+            "spec": spec,
+        }
+        if name in existing:
+            world.custom.patch_namespaced_custom_object(
+                group, version, namespace, plural, name, {"spec": spec}
+            )
+        else:
+            create_if_absent(
+                world.custom.create_namespaced_custom_object,
+                group,
+                version,
+                namespace,
+                plural,
+                body,
+            )
+    for name in set(existing) - {n["metadata"]["name"] for n in nodes}:
+        world.custom.delete_namespaced_custom_object(group, version, namespace, plural, name)
 
 
 class _ReadyAfterDelay:

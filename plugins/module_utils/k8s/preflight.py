@@ -294,6 +294,8 @@ def gather(cluster, plan: dict, objects: list[dict], checks: list[Check] | None 
         whole = read.name is None and not read.label_selector
         if kind in not_served or (not whole and kind in listed):
             continue
+        if any((o["apiVersion"], o["kind"]) in read.unless for o in found):
+            continue
         if read.name is None:
             items = list_if_served(cluster, *kind, label_selector=read.label_selector)
         else:  # a kind not served has no such object either: nothing to tell apart

@@ -27,6 +27,10 @@ NODE = ("v1", "Node")
 CLUSTER_VERSION = ("config.openshift.io/v1", "ClusterVersion")
 SRIOV_NODE_STATE = ("sriovnetwork.openshift.io/v1", "SriovNetworkNodeState")
 NIC_DEVICE = ("configuration.net.nvidia.com/v1alpha1", "NicDevice")
+# What nfd-worker found on its node (NFD's network source: network.device, one element per
+# interface with a PCI device, its name and sriov_totalvfs among the attributes).
+NODE_FEATURE = ("nfd.k8s-sigs.io/v1alpha1", "NodeFeature")
+NODE_FEATURE_NODE = "nfd.node.kubernetes.io/node-name"
 
 
 def finding(check: str, severity: str, message: str) -> dict:
@@ -36,13 +40,15 @@ def finding(check: str, severity: str, message: str) -> dict:
 @dataclass(frozen=True)
 class Read:
     """One read a check needs: every object of a kind (name None; with label_selector, those it
-    matches), or one object by name."""
+    matches), or one object by name; with unless, only when the reads before it found no object
+    of those kinds (a source of last resort, not read when a better one answered)."""
 
     api_version: str
     kind: str
     name: str | None = None
     namespace: str | None = None
     label_selector: str | None = None
+    unless: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,9 @@ def methods(plan: dict) -> list[str]:
 def node_nics(facts: Facts) -> tuple[str, dict[str, dict[str, dict]]] | None:
     """The NICs each node reports, by node and interface name, and where from: the SR-IOV
     operator's node states ({"name", "linkType", "totalvfs"}), else the NIC configuration
-    daemon's NicDevices (names only); None while neither reports any."""
+    daemon's NicDevices (names only), else NFD's NodeFeatures (names and totalvfs: NFD runs
+    before any other operator, and may have been installed before the collection); None while
+    none reports any."""
     states = {
         s["metadata"]["name"]: {
             i.get("name"): {
@@ -150,8 +158,28 @@ def node_nics(facts: Facts) -> tuple[str, dict[str, dict[str, dict]]] | None:
             if port.get("networkInterface"):
                 name = port["networkInterface"]
                 devices.setdefault(status.get("node"), {})[name] = {"name": name}
-    return ("NicDevice", devices) if devices else None
+    if devices:
+        return "NicDevice", devices
+    features = {}
+    for feature in facts.all(*NODE_FEATURE):
+        metadata = feature.get("metadata") or {}
+        node = (metadata.get("labels") or {}).get(NODE_FEATURE_NODE) or metadata.get("name")
+        instances = ((feature.get("spec") or {}).get("features") or {}).get("instances") or {}
+        elements = (instances.get("network.device") or {}).get("elements") or []
+        for element in elements:
+            attributes = element.get("attributes") or {}
+            if attributes.get("name"):
+                totalvfs = attributes.get("sriov_totalvfs")
+                features.setdefault(node, {})[attributes["name"]] = {
+                    "name": attributes["name"],
+                    "totalvfs": int(totalvfs) if str(totalvfs).isdigit() else None,
+                }
+    return ("NodeFeature", features) if features else None
 
 
 NODE_READS = (Read(*NODE),)
-NIC_READS = (Read(*SRIOV_NODE_STATE), Read(*NIC_DEVICE))
+NIC_READS = (
+    Read(*SRIOV_NODE_STATE),
+    Read(*NIC_DEVICE),
+    Read(*NODE_FEATURE, unless=(SRIOV_NODE_STATE, NIC_DEVICE)),
+)

@@ -132,8 +132,9 @@ def _group_interfaces(view: dict, facts: Facts, nics) -> list[dict]:
             finding(
                 "interfaces",
                 "skipped",
-                "no SriovNetworkNodeState or NicDevice reports the nodes' NICs yet: the interfaces "
-                f"{', '.join(wanted)} are checked again once the SR-IOV operator runs",
+                "no SriovNetworkNodeState, NicDevice or NFD NodeFeature reports the nodes' NICs "
+                f"yet: the interfaces {', '.join(wanted)} are checked once NFD or the SR-IOV "
+                "operator runs",
             )
         ]
     for node, interfaces in sorted(inventory.items()):

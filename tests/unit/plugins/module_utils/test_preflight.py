@@ -28,6 +28,7 @@ NFD = {
 SRIOV = "sriovnetwork.openshift.io/v1"
 MELLANOX = "mellanox.com/v1alpha1"
 NIC_CONFIGURATION = "configuration.net.nvidia.com/v1alpha1"
+NFD_FEATURE = "nfd.k8s-sigs.io/v1alpha1"
 OLM = "operators.coreos.com/v1alpha1"
 
 
@@ -51,6 +52,8 @@ class World:
     nodes: list = field(default_factory=list)  # {"name", "labels"}
     node_states: dict | None = None  # node -> [{"name", "linkType", "totalvfs"}]
     nic_devices: dict | None = None  # node -> [interface names]
+    # node -> [(interface name, sriov_totalvfs)], as nfd-worker's NodeFeature lists them
+    node_features: dict | None = None
     live: dict = field(default_factory=dict)  # identity of a planned object -> live object
     method_objects: list = field(default_factory=list)
     cluster_policies: list = field(default_factory=list)
@@ -93,6 +96,17 @@ class World:
             ports = [{"networkInterface": name} for name in names]
             status = {"node": node, "ports": ports}
             found.append(obj(NIC_CONFIGURATION, "NicDevice", f"{node}-nic", "nno", status=status))
+        for node, interfaces in (self.node_features or {}).items():
+            elements = [
+                {"attributes": {"name": name, "operstate": "up", "sriov_totalvfs": str(vfs)}}
+                for name, vfs in interfaces
+            ]
+            features = {"instances": {"network.device": {"elements": elements}}}
+            feature = obj(
+                NFD_FEATURE, "NodeFeature", node, "openshift-nfd", spec={"features": features}
+            )
+            feature["metadata"]["labels"] = {"nfd.node.kubernetes.io/node-name": node}
+            found.append(feature)
         for device in self.nic_config_devices or []:
             status = {"node": device["node"], "type": device["type"]}
             found.append(obj(NIC_CONFIGURATION, "NicDevice", device["name"], "nno", status=status))
@@ -352,6 +366,26 @@ def test_interfaces_from_nic_devices_and_skipped_without_reports():
     assert any(
         "ens8f0np0 does not exist on node worker-1" in m and "NicDevice" in m
         for m in messages(findings, "error")
+    )
+
+
+def test_interfaces_from_nfds_node_features_before_any_other_operator_runs():
+    """NFD installed before the collection (or by its first step): nfd-worker's NodeFeatures list
+    the nodes' NICs, so a wrong interface is an error before the SR-IOV operator is installed."""
+    plan = plan_of("sriov-legacy-roce")
+    facts = healthy(plan)
+    facts.node_states = None
+    facts.node_features = {"worker-0": [("ens8f0np0", 4)], "worker-1": [("eno1", 0)]}
+    findings, _checks = run(plan, facts)
+    errors = messages(findings, "error")
+    assert any(
+        "ens8f0np0 does not exist on node worker-1 (its NodeFeature lists eno1)" in m
+        for m in errors
+    ), errors
+    # What NFD read of the firmware's VF limit is judged as the node state's would be.
+    vfs = plan["groups"][0]["sriov"]["num_vfs"]
+    assert any(
+        f"is {vfs} but ens8f0np0 on node worker-0 supports at most 4 VFs" in m for m in errors
     )
 
 
