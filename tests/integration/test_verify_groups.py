@@ -48,8 +48,8 @@ def test_eight_rails_eight_pairs(run_playbook, harness, core, tmp_path):
     dom, picture, log = open_page(tmp_path / "verify-report.html", "verify-report-hgx.png")
     assert page_errors(log) == []
     assert dom.count("<rect") == 8
-    assert dom.count("<tr") == (1 + 8) + (1 + 2 * (2 + 3 * 8)) + (1 + 1), (
-        "pairs, host checks, NCCL runs"
+    assert dom.count("<tr") == (1 + 1) + (1 + 8) + (1 + 2 * (2 + 3 * 8)) + (1 + 1), (
+        "the run's node groups, pairs, host checks, NCCL runs"
     )
     assert "GPU 7 (00000000:88:00.0) PIX to mlx5_7" in dom
     assert picture.stat().st_size > 20_000, "a rendered page, not a blank one"

@@ -87,6 +87,13 @@ class Nfd:
     def reconcile(self, world: World) -> None:
         instances = _list(world, "nfd.openshift.io", "v1", "nodefeaturediscoveries")
         if not instances:
+            # No nfd-worker: the NodeFeatures it owned are garbage-collected with it.
+            group, version, plural = NODE_FEATURES
+            for feature in world.custom.list_cluster_custom_object(group, version, plural)["items"]:
+                metadata = feature["metadata"]
+                world.custom.delete_namespaced_custom_object(
+                    group, version, metadata["namespace"], plural, metadata["name"]
+                )
             return
         namespace = instances[0]["metadata"]["namespace"]
         for node in fake_nodes(world):
