@@ -7,6 +7,7 @@ every interval) and a frozen API server (the task ends at the request timeout)."
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import time
@@ -262,20 +263,28 @@ def wait_task_seconds(output: str) -> float:
     return float(found[-1])
 
 
+@contextlib.contextmanager
+def network_operator_knobs(plane, **values):
+    """The simulated Network Operator's knobs set for a block; the defaults back after it."""
+    harness = fresh_client(plane)
+    write_knobs(harness, {"network_operator": values})
+    time.sleep(0.5)  # the simulator reads knobs once per tick
+    try:
+        yield
+    finally:
+        write_knobs(harness, DEFAULT_KNOBS)
+
+
 @pytest.fixture
 def flapping(plane):
-    harness = fresh_client(plane)
-    write_knobs(harness, {"network_operator": {"flap_seconds": 2}})
-    time.sleep(0.5)
-    yield
-    write_knobs(harness, DEFAULT_KNOBS)
+    with network_operator_knobs(plane, flap_seconds=2):
+        yield
 
 
 def test_a_flapping_operator_neither_hangs_the_play_nor_passes_a_stability_gate(
     plane, flapping, tmp_path
 ):
-    playbook = tmp_path / "network.yml"
-    playbook.write_text("- hosts: localhost\n  roles:\n    - gpudirect.rdma.network_operator\n")
+    playbook = network_operator_role(tmp_path)
 
     # Asked for 5 stable seconds of a state that holds for 2: it ends at the timeout, naming
     # the gate and the state it last saw.
@@ -316,11 +325,8 @@ def test_a_flapping_operator_neither_hangs_the_play_nor_passes_a_stability_gate(
 
 @pytest.fixture
 def never_ready(plane):
-    harness = fresh_client(plane)
-    write_knobs(harness, {"network_operator": {"never_ready": True}})
-    time.sleep(0.5)
-    yield
-    write_knobs(harness, DEFAULT_KNOBS)
+    with network_operator_knobs(plane, never_ready=True):
+        yield
 
 
 PROGRESS = re.compile(
@@ -330,6 +336,7 @@ PROGRESS = re.compile(
 
 
 def network_operator_role(tmp_path: Path) -> Path:
+    """A playbook of the network_operator role alone."""
     playbook = tmp_path / "network.yml"
     playbook.write_text("- hosts: localhost\n  roles:\n    - gpudirect.rdma.network_operator\n")
     return playbook

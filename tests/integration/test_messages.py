@@ -24,8 +24,9 @@ def plane(tmp_path_factory):
         yield plane
 
 
-def test_a_wrong_interface_on_a_fresh_cluster_is_reported_truly(plane, tmp_path):
-    result = subprocess.run(
+def site_with_a_wrong_interface(plane, tmp_path) -> subprocess.CompletedProcess:
+    """site.yml with shared-device-roce's variables but an interface no node has."""
+    return subprocess.run(
         playbook_command(
             REPO_ROOT / "playbooks" / "site.yml",
             "-i",
@@ -43,6 +44,10 @@ def test_a_wrong_interface_on_a_fresh_cluster_is_reported_truly(plane, tmp_path)
         text=True,
         check=False,
     )
+
+
+def test_a_wrong_interface_on_a_fresh_cluster_is_reported_truly(plane, tmp_path):
+    result = site_with_a_wrong_interface(plane, tmp_path)
     out = result.stdout
     text = " ".join(out.split())
     assert result.returncode != 0, out[-3000:]
@@ -71,24 +76,7 @@ def test_with_nfd_already_there_a_wrong_interface_stops_the_run_before_any_write
     """NFD installed before (here by the run above): its NodeFeatures answer at the first
     preflight, so nothing is written."""
     audit = AuditLog(plane.audit_log).mark()
-    result = subprocess.run(
-        playbook_command(
-            REPO_ROOT / "playbooks" / "site.yml",
-            "-i",
-            str(REPO_ROOT / "inventories" / "shared-device-roce"),
-            "-e",
-            f"@{SIMULATED}",
-            "-e",
-            json.dumps(
-                {"gpudirect_rdma_interfaces": ["ens9f9np9"], "diagnostics_dir": str(tmp_path)}
-            ),
-        ),
-        cwd=REPO_ROOT,
-        env=playbook_env(plane.kubeconfig),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = site_with_a_wrong_interface(plane, tmp_path)
     text = " ".join(result.stdout.split())
     assert result.returncode != 0
     assert "preflight found 2 error(s); nothing was written to the cluster." in text, text[-3000:]
