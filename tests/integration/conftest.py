@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import REPO_ROOT, ControlPlane, api_client, started
@@ -104,3 +105,34 @@ def run_playbook(control_plane):
         return result
 
     return run
+
+
+UNINSTALL = REPO_ROOT / "playbooks" / "uninstall.yml"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_nic_configuration_left(request):
+    """After a test file that configured NICs, uninstall: the next file's fresh fake nodes would
+    otherwise meet the NIC configuration templates, and the simulated NIC Configuration Operator
+    would put them under maintenance (cordoned) while that file's tests run."""
+    uses_the_plane = any(
+        "control_plane" in item.fixturenames
+        for item in request.session.items
+        if item.module is request.module
+    )
+    if not uses_the_plane:
+        yield
+        return
+    custom = request.getfixturevalue("custom")
+    run_playbook = request.getfixturevalue("run_playbook")
+    yield
+    try:
+        left = custom.list_cluster_custom_object(
+            "configuration.net.nvidia.com", "v1alpha1", "nicconfigurationtemplates"
+        )["items"]
+    except ApiException as error:
+        if error.status != 404:  # a plane without the NIC Configuration Operator's CRDs
+            raise
+        left = []
+    if left:
+        run_playbook(UNINSTALL, "-e", "uninstall_timeout=90")
