@@ -1,8 +1,10 @@
-"""Write plugins/module_utils/releases.py from the operators' release data in ../shared.
+"""Write plugins/plugin_utils/releases.yml from the operators' release data: ../shared's
+(reference/*-releases.yaml and the CSVs beside them) and this repository's for the releases
+../shared lacks (hack/release-data.yaml, each value with its source).
 
-The release data files stay in ../shared; only the facts the collection needs (OLM channels,
+The release data files stay where they are; only the facts the collection needs (OLM channels,
 CSV names, NicClusterPolicy component images and versions, the GPU Operator's default
-ClusterPolicy from its CSV alm-examples) are written into the collection, as Python data.
+ClusterPolicy from its CSV alm-examples) are written into the collection.
 
     python hack/generate_release_catalog.py [--check]
 
@@ -21,6 +23,7 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARGET = REPO_ROOT / "plugins" / "plugin_utils" / "releases.yml"
+ADDED = REPO_ROOT / "hack" / "release-data.yaml"
 HEADER = (
     "# Release facts of the NVIDIA Network Operator and GPU Operator: OLM channels, CSV names,\n"
     "# NicClusterPolicy component images, the GPU Operator's default ClusterPolicy from its CSV\n"
@@ -36,6 +39,7 @@ COMPONENTS = (
     "nvIpam",
     "nicConfigurationOperator",
     "nicConfigurationDaemon",
+    "docaTelemetryService",
 )
 
 
@@ -43,13 +47,37 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-def catalog(shared: Path) -> dict:
+def _merged(shared: dict, added: dict, what: str) -> dict:
+    both = sorted(set(shared) & set(added))
+    if both:
+        raise SystemExit(f"{ADDED}: {what} {', '.join(both)} already in ../shared's release data")
+    return dict(
+        sorted({**shared, **added}.items(), key=lambda kv: _version_key(kv[0]), reverse=True)
+    )
+
+
+def _cluster_policy_spec(reference: Path, csv_name: str) -> dict:
+    csv_path = reference / "csv" / f"{csv_name}.clusterserviceversion.yaml"
+    csv = yaml.safe_load(csv_path.read_text())
+    examples = json.loads(csv["metadata"]["annotations"]["alm-examples"])
+    return next(e for e in examples if e["kind"] == "ClusterPolicy")["spec"]
+
+
+def catalog(shared: Path, added_path: Path = ADDED) -> dict:
     reference = shared / "reference"
-    network = yaml.safe_load((reference / "network-operator-releases.yaml").read_text())
-    gpu = yaml.safe_load((reference / "gpu-operator-releases.yaml").read_text())
-    network_releases = {}
-    for release, data in sorted(network.items(), key=lambda kv: _version_key(kv[0]), reverse=True):
-        network_releases[release] = {
+    added = yaml.safe_load(added_path.read_text())
+    network = _merged(
+        yaml.safe_load((reference / "network-operator-releases.yaml").read_text()),
+        added["network_operator"],
+        "Network Operator release",
+    )
+    gpu = _merged(
+        yaml.safe_load((reference / "gpu-operator-releases.yaml").read_text()),
+        added["gpu_operator"],
+        "GPU Operator release",
+    )
+    network_releases = {
+        release: {
             "csv_name": data["csv_name"],
             "channel": data["olm_channel"],
             "openshift_versions": data["openshift_versions"],
@@ -60,17 +88,18 @@ def catalog(shared: Path) -> dict:
                 for name in COMPONENTS
             },
         }
+        for release, data in network.items()
+    }
     gpu_releases = {}
-    for release, data in sorted(gpu.items(), key=lambda kv: _version_key(kv[0]), reverse=True):
-        csv_path = reference / "csv" / f"{data['csv_name']}.clusterserviceversion.yaml"
-        csv = yaml.safe_load(csv_path.read_text())
-        examples = json.loads(csv["metadata"]["annotations"]["alm-examples"])
-        policy = next(e for e in examples if e["kind"] == "ClusterPolicy")
+    for release, data in gpu.items():
+        # A release without a CSV in ../shared takes the default ClusterPolicy of the one its
+        # data names (cluster_policy_from).
+        source = gpu[data["cluster_policy_from"]] if "cluster_policy_from" in data else data
         gpu_releases[release] = {
             "csv_name": data["csv_name"],
             "channel": data["olm_channel"],
             "openshift_versions": data["openshift_versions"],
-            "cluster_policy_spec": policy["spec"],
+            "cluster_policy_spec": _cluster_policy_spec(reference, source["csv_name"]),
         }
     return {"network_operator": network_releases, "gpu_operator": gpu_releases}
 

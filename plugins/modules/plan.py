@@ -181,10 +181,12 @@ options:
   doca_driver_version:
     description:
       - DOCA driver version of every node group that sets none; default the Network Operator
-        release's (C(doca3.4.1-26.04-1.1.0.0-1) with 26.4.1).
-      - A release (C(24.10-0.7.0.0-0)), the same with its DOCA prefix, either with a
-        precompiled image's kernel suffix, or C(sha256:<64 hex>), the forms the Network
-        Operator's webhook takes. Use it to move off a driver build that fails on a kernel.
+        release's (C(doca3.5.0-26.07-0.7.7.0-1) with 26.7.1).
+      - The forms the Network Operator's webhook takes - C(docaX.Y[.Z]-YY.MM-a.b.c.d-N) with
+        exactly four numbers C(a.b.c.d) (C(doca3.5.0-26.07-0.7.7.0-0); a fifth, as in
+        C(doca3.3.1-26.01-1.0.0.0.305-0), is refused), a release without the prefix
+        (C(24.10-0.7.0.0-0)), either with a precompiled image's kernel suffix, or
+        C(sha256:<64 hex>). Use it to move off a driver build that fails on a kernel.
     type: str
   doca_driver_repository:
     description: Repository of the DOCA driver image; default the release's (under C(image_registry) when set).
@@ -279,15 +281,15 @@ options:
     type: str
     default: openshift-marketplace
   network_operator_release:
-    description: NVIDIA Network Operator release whose component images and versions the NicClusterPolicy uses.
+    description: NVIDIA Network Operator release - its OLM version channel (v26.7) and CSV, and the component images and versions of its NicClusterPolicy and NicNodePolicies.
     type: str
-    choices: ["26.4.1", "26.4.0", "26.1.2", "26.1.0", "25.10.0"]
-    default: "26.4.1"
+    choices: ["26.7.1", "26.7.0", "26.4.1", "26.4.0", "26.1.2", "26.1.0", "25.10.0"]
+    default: "26.7.1"
   gpu_operator_release:
     description: GPU Operator release (its OLM channel, CSV and default ClusterPolicy).
     type: str
-    choices: ["26.7.0", "26.3.3", "25.10.1", "25.3.4"]
-    default: "26.7.0"
+    choices: ["26.7.2", "26.7.1", "26.7.0", "26.3.3", "25.10.1", "25.3.4"]
+    default: "26.7.2"
   image_registry:
     description: Registry (host, optional port and path) that replaces the host of every NicClusterPolicy component repository, for disconnected clusters.
     type: str

@@ -8,10 +8,11 @@ kube-controller-manager runs only the namespace and garbage-collector controller
 Namespace completes and ownerReferences are garbage-collected as on a real cluster; every other
 controller a test needs is played by the simulator (tests/simulator).
 
-The CRDs are the upstream files in ../shared/crds, plus two written here, in
-tests/harness/crds/: OpenShift's ClusterVersion and Infrastructure (config.openshift.io/v1),
-which a real OpenShift cluster serves from its own API and the collection's preflight reads.
-OpenShift's own API is not in ../shared, so these are minimal CRDs of our own, not upstream copies.
+The CRDs are the upstream files in ../shared/crds (the Network Operator's of one release line:
+NETWORK_OPERATOR_CRDS), plus three written here, in tests/harness/crds/: OpenShift's
+ClusterVersion and Infrastructure (config.openshift.io/v1), which a real OpenShift cluster serves
+from its own API and the collection's preflight reads, and the GPU Operator 26.7's GPUCluster,
+whose CRD file ../shared lacks. These are minimal CRDs of our own, not upstream copies.
 
 Everything lives in one state directory (default: .envtest/ at the repository root):
 kubeconfig (the admin a user or playbook would use), harness.kubeconfig (test set-up),
@@ -96,10 +97,36 @@ def shared_dir() -> Path:
     return path.resolve()
 
 
-def crd_files(shared: Path | None = None) -> list[Path]:
-    """Every CRD file in crds/<source>/, leaving out crds/alternatives/."""
+# The Network Operator's CRDs by release line: crds/network-operator holds 26.4's (v26.4.1, which
+# the releases before it also take: their fields are a subset), crds/alternatives/ the newer ones.
+# A release line's files replace the same-named files of every other source (the 26.7 set carries
+# the NIC Configuration Operator's CRDs too).
+NETWORK_OPERATOR_CRDS = {"26.4": None, "26.7": "alternatives/network-operator-v26.7"}
+LATEST_NETWORK_OPERATOR_CRDS = "26.7"
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split("-")[0].split(".")[:2]
+    return int(major), int(minor)
+
+
+def network_operator_crd_line(release: str) -> str:
+    """The release line of NETWORK_OPERATOR_CRDS whose CRDs a Network Operator release has."""
+    newest_first = sorted(NETWORK_OPERATOR_CRDS, key=_minor, reverse=True)
+    return next(
+        (line for line in newest_first if _minor(line) <= _minor(release)), newest_first[-1]
+    )
+
+
+def crd_files(shared: Path | None = None, network_operator: str = LATEST_NETWORK_OPERATOR_CRDS):
+    """Every CRD file in crds/<source>/, leaving out crds/alternatives/, with the Network
+    Operator's of release line network_operator (NETWORK_OPERATOR_CRDS) in place of 26.4's."""
     root = (shared or shared_dir()) / "crds"
-    return sorted(p for p in root.glob("*/*.yaml") if p.parent.name != "alternatives")
+    files = {p.name: p for p in root.glob("*/*.yaml") if p.parent.name != "alternatives"}
+    replacement = NETWORK_OPERATOR_CRDS[network_operator]
+    if replacement:
+        files.update({p.name: p for p in (root / replacement).glob("*.yaml")})
+    return sorted(files.values())
 
 
 def harness_crd_files() -> list[Path]:
@@ -732,6 +759,32 @@ def load_crds(kubeconfig: Path, files: list[Path], deadline: float) -> None:
     if pending:
         raise ControlPlaneError(f"CRDs not Established in time: {sorted(pending)}")
     _wait_for_watch_caches(kubeconfig, api, deadline)
+
+
+def use_network_operator_crds(kubeconfig: Path, line: str, shared: Path | None = None) -> list:
+    """Replace, on a running control plane, the Network Operator's CRDs with those of release
+    line `line` (NETWORK_OPERATOR_CRDS), as an operator upgrade or downgrade replaces its CRDs;
+    return the names of the CRDs replaced. Objects stay; the server judges every later write,
+    and prunes what it reads, by the new schemas."""
+    from kubernetes import client
+
+    root = (shared or shared_dir()) / "crds"
+    folders = ["network-operator", *filter(None, NETWORK_OPERATOR_CRDS.values())]
+    differing = {path.name for folder in folders for path in (root / folder).glob("*.yaml")}
+    api = client.ApiextensionsV1Api(api_client(kubeconfig))
+    names = []
+    for path in crd_files(shared, line):
+        if path.name not in differing:
+            continue
+        document = yaml.safe_load(path.read_text())
+        name = document["metadata"]["name"]
+        document["metadata"]["resourceVersion"] = api.read_custom_resource_definition(
+            name
+        ).metadata.resource_version
+        api.replace_custom_resource_definition(name, document)
+        names.append(name)
+    time.sleep(1.0)  # the server serves a changed schema shortly after the update, not at once
+    return names
 
 
 def _wait_for_watch_caches(kubeconfig: Path, api, deadline: float) -> None:

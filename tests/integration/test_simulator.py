@@ -149,7 +149,7 @@ def test_automatic_approval_installs_the_newest_bundle_of_the_channel(custom, na
 
 
 def test_csv_without_an_operator_group_fails_until_one_exists(custom, namespace):
-    _subscribe(custom, namespace, "nvidia-network-operator", channel="stable")
+    _subscribe(custom, namespace, "nvidia-network-operator", channel="v26.4")
     wait_for(
         lambda: _csv_phase(custom, namespace, "nvidia-network-operator.v26.4.1") == "Failed",
         what="the CSV to fail for want of an OperatorGroup",
@@ -167,7 +167,7 @@ def test_operator_group_watching_all_namespaces_is_unsupported_for_the_network_o
     custom, namespace
 ):
     _operator_group(custom, namespace, targets=[])
-    _subscribe(custom, namespace, "nvidia-network-operator", channel="stable")
+    _subscribe(custom, namespace, "nvidia-network-operator", channel="v26.4")
     wait_for(
         lambda: _csv_phase(custom, namespace, "nvidia-network-operator.v26.4.1") == "Failed",
         what="the CSV to fail",

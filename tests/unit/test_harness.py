@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.harness.audit import AuditLog
-from tests.harness.controlplane import REPO_ROOT, crd_files
+from tests.harness.controlplane import REPO_ROOT, crd_files, network_operator_crd_line
 from tests.simulator.catalog import load_catalog
 from tests.simulator.core import DEFAULT_KNOBS, merge
 from tests.simulator.nodes import HARDWARE_ANNOTATION, Hardware, Nic, node_object
@@ -59,23 +59,41 @@ def test_audit_log_without_a_file_has_no_requests(tmp_path):
     assert AuditLog(tmp_path / "absent.log").mark().requests() == []
 
 
-def test_crd_files_leave_out_alternatives():
-    files = crd_files()
-    assert files, "the upstream CRDs are found in ../shared/crds"
-    assert not [f for f in files if "alternatives" in f.parts]
-    assert {f.parent.name for f in files} >= {
+def test_crd_files_take_one_release_line_of_the_network_operator():
+    older = crd_files(network_operator="26.4")
+    newest = crd_files()
+    assert older, "the upstream CRDs are found in ../shared/crds"
+    assert not [f for f in older if "alternatives" in f.parts]
+    assert {f.parent.name for f in older} >= {
         "network-operator",
         "gpu-operator",
         "operator-framework-api",
     }
+    # 26.7 replaces each Network Operator CRD (and the NIC Configuration Operator's it ships)
+    # by name; nothing else comes from alternatives/, and no CRD is there twice.
+    replaced = {f.name for f in newest if "alternatives" in f.parts}
+    assert {f.parent.name for f in newest if "alternatives" in f.parts} == {
+        "network-operator-v26.7"
+    }
+    assert "nicclusterpolicies.mellanox.com.yaml" in replaced
+    assert len({f.name for f in newest}) == len(newest)
+    assert {f.name for f in newest} == {f.name for f in older} | replaced
+
+
+@pytest.mark.parametrize(
+    ("release", "line"),
+    [("26.7.1", "26.7"), ("26.7.0-1", "26.7"), ("26.4.1", "26.4"), ("25.10.0", "26.4")],
+)
+def test_each_release_takes_the_crds_of_its_line(release, line):
+    assert network_operator_crd_line(release) == line
 
 
 @pytest.mark.parametrize(
     ("package", "channel", "starting", "expected"),
     [
-        ("gpu-operator-certified", "stable", None, "gpu-operator-certified.v26.7.0"),
+        ("gpu-operator-certified", "stable", None, "gpu-operator-certified.v26.7.2"),
         ("gpu-operator-certified", "v26.3", None, "gpu-operator-certified.v26.3.3"),
-        ("gpu-operator-certified", None, None, "gpu-operator-certified.v26.7.0"),
+        ("gpu-operator-certified", None, None, "gpu-operator-certified.v26.7.2"),
         (
             "gpu-operator-certified",
             "v25.10",
@@ -83,7 +101,14 @@ def test_crd_files_leave_out_alternatives():
             "gpu-operator-certified.v25.10.1",
         ),
         ("gpu-operator-certified", "v26.3", "gpu-operator-certified.v26.7.0", None),
-        ("nvidia-network-operator", "stable", None, "nvidia-network-operator.v26.4.1"),
+        ("nvidia-network-operator", "stable", None, "nvidia-network-operator.v26.7.1"),
+        ("nvidia-network-operator", "v26.4", None, "nvidia-network-operator.v26.4.1"),
+        (
+            "nvidia-network-operator",
+            "v26.7",
+            "nvidia-network-operator.v26.7.0-1",
+            "nvidia-network-operator.v26.7.0-1",
+        ),
         ("nvidia-network-operator", "v26.1", None, "nvidia-network-operator.v26.1.2"),
         ("sriov-network-operator", "stable", None, "sriov-network-operator.v5.0.0"),
         ("sriov-network-operator", "alpha", None, None),

@@ -37,7 +37,7 @@ class Operator:
     package: str
     operator_group: str
     subscription: str
-    # None: the channel of the release the plan picks (the GPU Operator's v26.7).
+    # None: the version channel of the release the plan picks (v26.7 for either NVIDIA operator).
     channel: str | None
     source: str
     # Labels and annotations of its Namespace: (the namespace) -> them.

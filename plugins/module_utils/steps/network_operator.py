@@ -37,7 +37,9 @@ OPERATOR = Operator(
     package="nvidia-network-operator",
     operator_group="nvidia-network-operator",
     subscription="nvidia-network-operator",
-    channel="stable",
+    # The release's version channel (v26.7): `stable` would install the newest release whatever
+    # the plan's images are, and move to the next minor on its own.
+    channel=None,
     source="certified-operators",
     env=nic_configuration.network_operator_env,
 )
@@ -56,17 +58,12 @@ STABLE_SECONDS = stable_seconds("network_operator", "NicClusterPolicy")
 def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
     namespace = plan["operators"][OPERATOR.key]["namespace"]
     hint = (
-        "oc get nicclusterpolicy nic-cluster-policy -o yaml (status.appliedStates); "
+        "oc get nicclusterpolicy nic-cluster-policy -o yaml (status.conditions, "
+        "status.appliedStates); "
         f"oc -n {namespace} get pods"
     )
     return [
-        gate.policy_ready(
-            "NicClusterPolicy ready",
-            policy["apiVersion"],
-            policy["kind"],
-            policy["metadata"]["name"],
-            hint,
-        )
+        gate.nic_policy_ready("NicClusterPolicy ready", policy, hint)
         for policy in network_operator.nic_cluster_policies(plan)
     ]
 

@@ -44,11 +44,11 @@ def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
     catalog_source = inputs.checked("catalog_source")
     catalog_namespace = inputs.checked("catalog_source_namespace")
     gpu = GPU_OPERATOR_RELEASES[gpu_release]
-    # The CSV a Manual approval installs unless the inventory names one: the releases' own.
-    release_csvs = {
-        "network_operator": NETWORK_OPERATOR_RELEASES[network_release]["csv_name"],
-        "gpu_operator": gpu["csv_name"],
-    }
+    network = NETWORK_OPERATOR_RELEASES[network_release]
+    # The CSV a Manual approval installs unless the inventory names one, and the channel of an
+    # operator that declares none: the releases' own.
+    release_csvs = {"network_operator": network["csv_name"], "gpu_operator": gpu["csv_name"]}
+    release_channels = {"network_operator": network["channel"], "gpu_operator": gpu["channel"]}
     result = {}
     for operator, declared in DECLARED.items():
         if declared.opt_in and not inputs.checked(declared.opt_in):
@@ -57,7 +57,7 @@ def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
         where = f"{name}.{operator}"
         override = mapping(where, given.get(operator))
         known_keys(where, override, OPERATOR_KEYS)
-        channel = override.get("channel") or declared.channel or gpu["channel"]
+        channel = override.get("channel") or declared.channel or release_channels.get(operator)
         approval = choice(f"{where}.approval", override.get("approval", "Automatic"), APPROVALS)
         starting_csv = override.get("starting_csv")
         if approval == "Manual" and not starting_csv:

@@ -30,6 +30,9 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.base import labelled
 from ansible_collections.gpudirect.rdma.plugins.module_utils.yaml_text import to_yaml
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
+    LATEST_GPU_OPERATOR,
+)
 from tests.unit.inventories import NAMES, inputs
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
@@ -496,7 +499,7 @@ def test_manual_approval_subscription_carries_starting_csv():
         "name": "gpu-operator-certified",
         "source": "certified-operators",
         "sourceNamespace": "openshift-marketplace",
-        "startingCSV": "gpu-operator-certified.v26.7.0",
+        "startingCSV": f"gpu-operator-certified.v{LATEST_GPU_OPERATOR}",
     }
 
 

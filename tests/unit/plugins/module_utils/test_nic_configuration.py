@@ -22,6 +22,9 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     wait_for,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError, build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
+    LATEST_NETWORK_OPERATOR,
+)
 from tests.unit.inventories import NAMES, inputs
 
 NS = "nvidia-network-operator"
@@ -145,7 +148,7 @@ def test_the_nic_cluster_policy_runs_the_nic_configuration_operator_of_the_relea
     assert section["configurationDaemon"]["image"] == "nic-configuration-operator-daemon"
     for image in (section["operator"], section["configurationDaemon"]):
         assert image["repository"] == "nvcr.io/nvidia/mellanox"
-        assert image["version"] == "network-operator-v26.4.1"
+        assert image["version"] == f"network-operator-v{LATEST_NETWORK_OPERATOR}"
     assert "env" not in section
     (policy,) = of_kind(
         plan_of(nic_firmware_reset=True, image_registry="mirror.local:5000"), "NicClusterPolicy"

@@ -76,7 +76,7 @@ def test_defaults_follow_red_hat():
         "starting_csv": None,
     }
     assert result["operators"]["gpu_operator"]["channel"] == "v26.7"
-    assert result["images"]["ofedDriver"]["version"] == "doca3.4.1-26.04-1.1.0.0-1"
+    assert result["images"]["ofedDriver"]["version"] == "doca3.5.0-26.07-0.7.7.0-1"
 
 
 @pytest.mark.parametrize(
