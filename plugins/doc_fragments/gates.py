@@ -86,10 +86,16 @@ options:
             C(SpecValidationFailed), C(NonVolatileConfigUpdateFailed), C(RuntimeConfigUpdateFailed),
             C(FirmwareError)) fails at once with the device, node and message, and so does a device
             waiting for maintenance while the Maintenance Operator is paused (C(maxUnavailable) 0).
+          - C(nic_policy), for a NicClusterPolicy or NicNodePolicy (O(gates[].name)) - met when
+            C(status.state) is C(ready) and, where the policy has C(status.conditions) (Network
+            Operator 26.7 and later), its C(Ready) condition is C(True); the message names each
+            component condition not C(True) (C(OFEDDriverReady False ComponentError) and its
+            message), or before 26.7 the first C(status.appliedStates) entry not ready; a
+            C(status.state) in O(gates[].fail_on) fails at once.
           - With a check, O(gates[].path) names what the message shows and O(gates[].equals) is its
             expectation in words.
         type: str
-        choices: [nic_configuration]
+        choices: [nic_configuration, nic_policy]
       hint:
         description: Where to look when the gate is not reached, appended to the message.
         type: str

@@ -24,6 +24,18 @@ def policy_ready(gate: str, api_version: str, kind: str, name: str, hint: str) -
     }
 
 
+def nic_policy_ready(gate: str, policy: dict, hint: str) -> dict:
+    """A NicClusterPolicy or NicNodePolicy is ready: status.state, and from 26.7 its Ready
+    condition; a component not ready is named with its reason and message (k8s/nic_policy.py)."""
+    return {
+        **policy_ready(
+            gate, policy["apiVersion"], policy["kind"], policy["metadata"]["name"], hint
+        ),
+        "check": "nic_policy",
+        "equals": "status.state ready and, from 26.7, condition Ready True",
+    }
+
+
 def template_applied(template: dict, what: str = "applied") -> dict:
     name = template["metadata"]["name"]
     namespace = template["metadata"]["namespace"]

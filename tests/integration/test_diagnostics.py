@@ -101,9 +101,12 @@ def test_a_site_run_that_fails_on_a_gate_leaves_an_archive_naming_the_gate_and_i
         "NicClusterPolicy",
         "nic-cluster-policy",
         "status.state",
-        "'ready'",
+        "status.state ready and, from 26.7, condition Ready True",
     )
-    assert gate["seen"] == "NicClusterPolicy nic-cluster-policy status.state is 'notReady'"
+    assert gate["seen"].startswith(
+        "NicClusterPolicy nic-cluster-policy status.state is 'notReady', condition Ready False "
+        "ComponentsNotReady; not ready: OFEDDriverReady False ComponentNotReady"
+    ), gate["seen"]
     (policy,) = gate["objects"]
     assert (policy["kind"], policy["name"], policy["status"]["state"]) == (
         "NicClusterPolicy",

@@ -159,7 +159,8 @@ def test_a_nic_node_policy_not_ready_names_its_group_state_and_failing_applied_s
     text = said(result)
     assert "gate 'NicNodePolicy h100 ready' not reached after 5s" in text, text[-3000:]
     assert (
-        "NicNodePolicy h100 status.state is 'notReady' ({'state': {'message': 'DaemonSet pods "
-        "are not ready yet', 'name': 'state-OFED', 'state': 'notReady'}})" in text
+        "NicNodePolicy h100 status.state is 'notReady', condition Ready False ComponentsNotReady; "
+        "not ready: OFEDDriverReady False ComponentNotReady: DaemonSet pods are not ready yet"
+        in text
     ), text[-3000:]
     assert "Look at: oc get nicnodepolicy h100 -o yaml" in text

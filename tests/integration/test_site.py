@@ -73,6 +73,20 @@ def site(run_playbook, inventory: str, *extra: str, check: bool = True):
     )
 
 
+# A DOCA driver version somebody sets by hand (of a form the operator's webhook takes).
+BY_HAND = "doca3.3.0-26.01-1.0.0.0-0"
+
+
+def installed_csvs(custom) -> dict[str, str]:
+    """The installed CSV of each Subscription, by package."""
+    return {
+        s["spec"]["name"]: (s.get("status") or {}).get("installedCSV")
+        for s in custom.list_cluster_custom_object(
+            "operators.coreos.com", "v1alpha1", "subscriptions"
+        )["items"]
+    }
+
+
 def list_all(custom, group, version, plural):
     return custom.list_cluster_custom_object(group, version, plural)["items"]
 
@@ -258,7 +272,7 @@ def test_a_converged_cluster_changed_by_hand_is_put_back_by_the_steps(
         "v1alpha1",
         "nicclusterpolicies",
         "nic-cluster-policy",
-        {"spec": {"ofedDriver": {"version": "by-hand"}}},
+        {"spec": {"ofedDriver": {"version": BY_HAND}}},
     )
     checked = site(run_playbook, "shared-device-roce", "--check")
     output = " ".join(checked.stdout.split())
@@ -273,7 +287,7 @@ def test_a_converged_cluster_changed_by_hand_is_put_back_by_the_steps(
     policy = custom.get_cluster_custom_object(
         "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
     )
-    assert policy["spec"]["ofedDriver"]["version"] != "by-hand"
+    assert policy["spec"]["ofedDriver"]["version"] != BY_HAND
     audit = AuditLog(control_plane.audit_log).mark()
     again = site(run_playbook, "shared-device-roce", "--check")
     assert "the cluster already is as planned" in " ".join(again.stdout.split())
@@ -340,10 +354,13 @@ def test_a_gate_that_never_opens_fails_in_time_and_the_gpu_driver_waits(
     assert result.returncode != 0
     output = " ".join(result.stdout.split())
     assert "gate 'NicClusterPolicy ready' not reached after 5s" in output
+    # The 26.7 policy's conditions name each component not ready.
     assert (
-        "status.state to be 'ready'; last seen: "
-        "NicClusterPolicy nic-cluster-policy status.state is 'notReady'" in output
-    )
+        "expected NicClusterPolicy nic-cluster-policy with status.state ready and, from 26.7, "
+        "condition Ready True; last seen: NicClusterPolicy nic-cluster-policy status.state is "
+        "'notReady', condition Ready False ComponentsNotReady; not ready: OFEDDriverReady False "
+        "ComponentNotReady; SRIOVDevicePluginReady False ComponentNotReady" in output
+    ), output[-3000:]
     assert "Look at: oc get nicclusterpolicy nic-cluster-policy" in output
     with pytest.raises(ApiException) as missing:
         custom.get_cluster_custom_object(

@@ -40,8 +40,14 @@ DEFAULT_KNOBS: dict = {
     # single-node OpenShift).
     "openshift": {"version": "4.20.8", "topology": "HighlyAvailable"},
     # NicClusterPolicy status.state stays notReady; or, with flap_seconds, once it would be
-    # ready it alternates ready / notReady every flap_seconds (by the wall clock).
-    "network_operator": {"never_ready": False, "flap_seconds": 0},
+    # ready it alternates ready / notReady every flap_seconds (by the wall clock);
+    # error_component (a state, e.g. state-OFED) is in error with error_message.
+    "network_operator": {
+        "never_ready": False,
+        "flap_seconds": 0,
+        "error_component": "",
+        "error_message": "",
+    },
     # NicNodePolicies named here keep their state-OFED notReady (the DOCA driver pod not ready).
     "nic_node_policies": {"not_ready": []},
     # ClusterPolicy status.state stays notReady (or flaps, as above).

@@ -80,11 +80,11 @@ def _package_label(package: str, namespace: str) -> str:
     return f"operators.coreos.com/{package}.{namespace}"
 
 
-def installed_namespace(world: World, package: str) -> str | None:
-    """Where the operator of a package runs: the namespace of its Succeeded CSV (the package
-    told by OLM's `operators.coreos.com/<package>.<namespace>` label or the CSV's name), or None.
-    With several (a cluster should have one), the package's own namespace when one of them is
-    there, else the oldest. Reads the CSVs the tick has listed already."""
+def installed_csv(world: World, package: str) -> dict | None:
+    """The Succeeded CSV of a package (told by OLM's `operators.coreos.com/<package>.<namespace>`
+    label or the CSV's name), or None. With several (a cluster should have one), the one in the
+    package's own namespace when there is one, else the oldest. Reads the CSVs the tick has
+    listed already."""
     found = [
         csv
         for csv in list_cluster(world, GROUP, V1ALPHA1, "clusterserviceversions", reuse=True)
@@ -99,14 +99,26 @@ def installed_namespace(world: World, package: str) -> str | None:
     ]
     if not found:
         return None
-    namespaces = {csv["metadata"]["namespace"] for csv in found}
-    if package in namespaces:
-        return package
-    oldest = min(
-        found,
+    own = [csv for csv in found if csv["metadata"]["namespace"] == package]
+    return min(
+        own or found,
         key=lambda c: (c["metadata"].get("creationTimestamp") or "", c["metadata"]["namespace"]),
     )
-    return oldest["metadata"]["namespace"]
+
+
+def installed_namespace(world: World, package: str) -> str | None:
+    """Where the operator of a package runs: the namespace of its installed_csv, or None."""
+    csv = installed_csv(world, package)
+    return csv["metadata"]["namespace"] if csv else None
+
+
+def installed_version(world: World, package: str) -> tuple[int, ...] | None:
+    """The release of a package's installed_csv as numbers (26.7.0-1 -> (26, 7, 0)), or None."""
+    csv = installed_csv(world, package)
+    if csv is None:
+        return None
+    release = str((csv.get("spec") or {}).get("version") or "0").split("-")[0]
+    return tuple(int(part) for part in release.split(".") if part.isdigit())
 
 
 class Marketplace:

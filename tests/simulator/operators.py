@@ -40,6 +40,16 @@ from tests.simulator.core import (
     replace_status,
     selector_matches,
 )
+from tests.simulator.nic_policy_status import (
+    CLUSTER_POLICY_STATES,
+    CONDITIONS_SINCE,
+    ERROR,
+    NODE_POLICY_STATES,
+    NOT_READY,
+    READY,
+    component_states,
+    policy_status,
+)
 from tests.simulator.nodes import (
     DEFAULT_RATE_GBPS,
     HARDWARE_ANNOTATION,
@@ -47,8 +57,10 @@ from tests.simulator.nodes import (
     node_status,
     total_vfs_of,
 )
+from tests.simulator.olm import installed_version
 
 SOURCE_ANNOTATION = "simulator.gpudirect.rdma/source"
+NETWORK_OPERATOR_PACKAGE = "nvidia-network-operator"
 SRIOV_NAMESPACE_DEFAULT = "openshift-sriov-network-operator"
 
 
@@ -211,10 +223,10 @@ class _ReadyAfterDelay:
                 self.version,
                 self.plural,
                 obj,
-                self.status(obj, "ready" if ready else "notReady"),
+                self.status(world, obj, "ready" if ready else "notReady"),
             )
 
-    def status(self, obj: dict, state: str) -> dict:
+    def status(self, world: World, obj: dict, state: str) -> dict:
         return {"state": state}
 
 
@@ -227,31 +239,24 @@ class NetworkOperator(_ReadyAfterDelay):
         "network_operator",
     )
 
-    # The state each section of the spec renders (status.appliedStates); most are named after
-    # their section, the NIC Configuration Operator's as the operator names it.
-    STATES = {
-        "ofedDriver": "state-ofedDriver",
-        "rdmaSharedDevicePlugin": "state-rdmaSharedDevicePlugin",
-        "sriovDevicePlugin": "state-sriovDevicePlugin",
-        "secondaryNetwork": "state-secondaryNetwork",
-        "nvIpam": "state-nvIpam",
-        "nicConfigurationOperator": "state-nic-configuration-operator",
-    }
+    def status(self, world: World, obj: dict, state: str) -> dict:
+        """Every state of the operator (nic_policy_status.py), each `state` where the spec
+        has its component, the knob's error_component in error; conditions from 26.7."""
+        knob = world.knobs.get(self.knob) or {}
 
-    def status(self, obj: dict, state: str) -> dict:
-        spec = obj.get("spec") or {}
-        applied = [
-            {"name": name, "state": state} for key, name in self.STATES.items() if key in spec
-        ]
-        return {"state": state, "appliedStates": applied}
+        def judge(name: str) -> tuple[str, str]:
+            if name == knob.get("error_component"):
+                return ERROR, knob.get("error_message") or "simulated component error"
+            return state, ""
+
+        states = component_states(obj.get("spec") or {}, CLUSTER_POLICY_STATES, judge)
+        return policy_status(obj, states, writes_conditions(world))
 
 
-# A NicNodePolicy always runs these three states; a section it leaves out is `ignore`.
-NNP_STATES = (
-    ("state-OFED", "ofedDriver"),
-    ("state-RDMA-device-plugin", "rdmaSharedDevicePlugin"),
-    ("state-SRIOV-device-plugin", "sriovDevicePlugin"),
-)
+def writes_conditions(world: World) -> bool:
+    """Whether the installed Network Operator writes status.conditions (26.7 and later)."""
+    version = installed_version(world, NETWORK_OPERATOR_PACKAGE)
+    return version is not None and version[:2] >= CONDITIONS_SINCE
 
 
 class NicNodePolicies:
@@ -279,30 +284,31 @@ class NicNodePolicies:
             name = policy["metadata"]["name"]
             spec = policy.get("spec") or {}
             overlap = node_overlap(name, selectors, node_labels)
+            conditions = writes_conditions(world)
             if overlap:
-                status = {"state": "error", "reason": overlap, "appliedStates": []}
+                # The controller's overlap path: state error and its reason, the states left as
+                # they were, every component condition dropped and so Ready True (upstream).
+                status = {
+                    "state": "error",
+                    "reason": overlap,
+                    "appliedStates": (policy.get("status") or {}).get("appliedStates") or [],
+                }
+                if conditions:
+                    status["conditions"] = policy_status(policy, [], True)["conditions"]
             else:
                 due = self.gate.due(
                     policy["metadata"]["uid"],
                     f"ready-{policy['metadata'].get('generation')}",
                     world.knobs["delay_seconds"],
                 )
-                applied = []
-                for state, section in NNP_STATES:
-                    if section not in spec:
-                        applied.append({"name": state, "state": "ignore"})
-                    elif not due or (state == "state-OFED" and name in held):
-                        applied.append(
-                            {
-                                "name": state,
-                                "state": "notReady",
-                                "message": "DaemonSet pods are not ready yet",
-                            }
-                        )
-                    else:
-                        applied.append({"name": state, "state": "ready"})
-                ready = all(a["state"] in ("ready", "ignore") for a in applied)
-                status = {"state": "ready" if ready else "notReady", "appliedStates": applied}
+
+                def judge(state: str, name=name, due=due) -> tuple[str, str]:
+                    if not due or (state == "state-OFED" and name in held):
+                        return NOT_READY, "DaemonSet pods are not ready yet"
+                    return READY, ""
+
+                states = component_states(spec, NODE_POLICY_STATES, judge)
+                status = policy_status(policy, states, conditions)
             _set_status(world, "mellanox.com", "v1alpha1", "nicnodepolicies", policy, status)
 
 
@@ -310,7 +316,7 @@ class GpuOperator(_ReadyAfterDelay):
     name = "gpu-operator"
     group, version, plural, knob = "nvidia.com", "v1", "clusterpolicies", "gpu_operator"
 
-    def status(self, obj: dict, state: str) -> dict:
+    def status(self, world: World, obj: dict, state: str) -> dict:
         return {"state": state, "namespace": "nvidia-gpu-operator"}
 
 

@@ -165,7 +165,7 @@ GATE_OPTIONS = {
     "fail_on": {"type": "list", "elements": "raw", "default": []},
     "hint": {"type": "str", "default": ""},
     "detail": {"type": "str"},
-    "check": {"type": "str", "choices": ["nic_configuration"]},
+    "check": {"type": "str", "choices": ["nic_configuration", "nic_policy"]},
 }
 
 
@@ -261,13 +261,15 @@ class Observation:
 
 def observe(cluster, gate: Gate) -> Observation:
     """Read the gate's objects once and say whether it is met, failed for good, or waiting."""
-    if gate.check == "nic_configuration":
-        # Imported here: the check's module builds on this one's Gate and Observation.
+    if gate.check:
+        # Imported here: each check's module builds on this one's Gate and Observation.
         from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import (
             nic_configuration,
+            nic_policy,
         )
 
-        return nic_configuration.observe(cluster, gate)
+        checks = {"nic_configuration": nic_configuration, "nic_policy": nic_policy}
+        return checks[gate.check].observe(cluster, gate)
     path = gate.path
     try:
         if gate.object_name:

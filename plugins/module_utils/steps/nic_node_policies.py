@@ -17,21 +17,13 @@ def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
     found = []
     for policy in network_operator.nic_node_policies(plan):
         name = policy["metadata"]["name"]
-        ready = gate.policy_ready(
+        ready = gate.nic_policy_ready(
             f"NicNodePolicy {name} ready",
-            policy["apiVersion"],
-            "NicNodePolicy",
-            name,
-            f"oc get nicnodepolicy {name} -o yaml (status.appliedStates, status.reason); "
-            f"oc -n {namespace} get pods -o wide",
+            policy,
+            f"oc get nicnodepolicy {name} -o yaml (status.conditions, status.appliedStates, "
+            f"status.reason); oc -n {namespace} get pods -o wide",
         )
-        # What the message shows of a policy not ready: its reason (an overlap, say) and the
-        # first of its states (state-OFED, state-RDMA-device-plugin, ...) that is not ready.
-        ready["detail"] = (
-            "{reason: status.reason, "
-            "state: status.appliedStates[?state!='ready' && state!='ignore'] | [0]}"
-        )
-        ready["fail_on"] = ["error"]
+        ready["fail_on"] = ["error"]  # an overlap with another NicNodePolicy's nodes
         found.append(ready)
     return found
 
