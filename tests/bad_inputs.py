@@ -678,7 +678,7 @@ CASES: list[BadInput] = [
         SDR,
         V + "network_operator_release",
         "'24.10.0'",
-        "one of 26.4.1",
+        "one of 26.7.1, 26.7.0, 26.4.1",
         set={"network_operator_release": "24.10.0"},
     ),
     BadInput(
@@ -686,7 +686,7 @@ CASES: list[BadInput] = [
         SDR,
         V + "gpu_operator_release",
         "'26.7'",
-        "one of 26.7.0",
+        "one of 26.7.2, 26.7.1, 26.7.0",
         set={"gpu_operator_release": 26.7},
     ),
     BadInput(
@@ -942,7 +942,7 @@ CASES: list[BadInput] = [
         NG,
         f"{V}node_groups[0].doca_driver_version",
         "'latest'",
-        "a DOCA driver version as the Network Operator takes it",
+        "a DOCA driver version as the Network Operator's webhook takes it",
         set={"node_groups": _groups(doca_driver_version="latest")},
     ),
     BadInput(
@@ -950,8 +950,18 @@ CASES: list[BadInput] = [
         SDR,
         f"{V}doca_driver_version",
         "'24.10'",
-        "a DOCA driver version as the Network Operator takes it",
+        "a DOCA driver version as the Network Operator's webhook takes it",
         set={"doca_driver_version": "24.10"},
+    ),
+    BadInput(
+        # Five numbers after the DOCA prefix's date: the 26.7 webhook refuses it
+        # (network-operator #3068's review), so the plan does, naming the form.
+        "doca-driver-version-five-numbers",
+        SDR,
+        f"{V}doca_driver_version",
+        "'doca3.3.1-26.01-1.0.0.0.305-0'",
+        "docaX.Y[.Z]-YY.MM-a.b.c.d-N with exactly four numbers a.b.c.d",
+        set={"doca_driver_version": "doca3.3.1-26.01-1.0.0.0.305-0"},
     ),
     BadInput(
         "cluster-model-with-two-groups",

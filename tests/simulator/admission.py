@@ -11,7 +11,8 @@ runs included, exactly as on a cluster. The rules played:
   the operator takes; none of the three shared sections (ofedDriver, rdmaSharedDevicePlugin,
   sriovDevicePlugin) is one the NicClusterPolicy defines; no node is selected by two
   NicNodePolicies (the incoming spec counted in place of the stored one).
-- NicClusterPolicy: none of the shared sections is one a NicNodePolicy defines.
+- NicClusterPolicy: a DOCA driver version of a form the operator takes (the rule of v26.7.x,
+  unchanged since v26.1); none of the shared sections is one a NicNodePolicy defines.
 - Deletes are not validated, and a webhook that cannot list what it compares with admits the
   object (upstream fails open there too).
 Device-plugin config schemas are not checked.
@@ -40,11 +41,14 @@ NIC_CLUSTER_POLICY_PATH = "/validate-mellanox-com-v1alpha1-nicclusterpolicy"
 NIC_NODE_POLICY_PATH = "/validate-mellanox-com-v1alpha1-nicnodepolicy"
 SERVED_PATHS = (NIC_CLUSTER_POLICY_PATH, NIC_NODE_POLICY_PATH)
 
-# isValidOFEDVersion: a release (24.10-0.7.0.0-0), with a DOCA prefix, a precompiled kernel
-# suffix, or an image digest.
+# isValidOFEDVersion (v26.7.x nicpolicy_webhook.go; the same since 2025-10-26): an image digest;
+# a DOCA release, docaX.Y[.Z]-YY.MM- then exactly four dotted numbers and -N (a fifth number,
+# doca3.3.1-26.01-1.0.0.0.305-0, is refused), with any -suffix (a precompiled kernel's); or a
+# release without the prefix (24.10-0.7.0.0-0), whose dotted numbers are not counted.
 _OFED_VERSION = re.compile(
-    r"^(sha256:[0-9a-f]{64}|(doca[0-9]+(\.[0-9]+)*-)?[0-9]+\.[0-9]+-[0-9]+(\.[0-9]+)*(-[0-9]+)?"
-    r"(-[0-9A-Za-z][0-9A-Za-z._+-]*)?)$"
+    r"^(sha256:[a-fA-F0-9]{64}"
+    r"|doca[0-9]+\.[0-9]+(\.[0-9]+)?-[0-9]+\.[0-9]+-[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+-[0-9]+(-[\w.\-]+)*"
+    r"|[0-9]+\.[0-9]+-[0-9]+(\.[0-9]+)*(-[0-9]+)?(-[\w.\-]+)*)$"
 )
 
 
@@ -96,6 +100,14 @@ def _defined(spec: dict | None) -> list[str]:
     return [s for s in SHARED_SECTIONS if (spec or {}).get(s) is not None]
 
 
+def _driver_version_refused(spec: dict) -> str | None:
+    """Both policies' ofedDriver (validateOFEDDriverSpec): a version of a form upstream takes."""
+    version = (spec.get("ofedDriver") or {}).get("version")
+    if version is not None and not _OFED_VERSION.match(str(version)):
+        return f"spec.ofedDriver.version: invalid OFED version {version!r}"
+    return None
+
+
 def review_nic_node_policy(policy: dict, cluster: Cluster) -> str | None:
     """Why the NicNodePolicy is refused, or None when it is admitted."""
     name = policy["metadata"]["name"]
@@ -105,9 +117,9 @@ def review_nic_node_policy(policy: dict, cluster: Cluster) -> str | None:
             f"NicNodePolicy name {name!r} is {len(name)} characters long; it must be at most "
             f"{MAX_NIC_NODE_POLICY_NAME}"
         )
-    version = (spec.get("ofedDriver") or {}).get("version")
-    if version is not None and not _OFED_VERSION.match(str(version)):
-        return f"spec.ofedDriver.version: invalid OFED version {version!r}"
+    refused = _driver_version_refused(spec)
+    if refused:
+        return refused
     cluster_policies = cluster.policies("nicclusterpolicies")
     if cluster_policies:
         defined = set(_defined(cluster_policies[0].get("spec")))
@@ -126,6 +138,9 @@ def review_nic_node_policy(policy: dict, cluster: Cluster) -> str | None:
 
 
 def review_nic_cluster_policy(policy: dict, cluster: Cluster) -> str | None:
+    refused = _driver_version_refused(policy.get("spec") or {})
+    if refused:
+        return refused
     defined = _defined(policy.get("spec"))
     if not defined:
         return None

@@ -31,16 +31,21 @@ GROUP_KEYS = (
 # The Network Operator's admission webhook refuses longer NicNodePolicy names (v26.4.1:
 # maxNicNodePolicyNameLength; its message says 50, the rule is 30).
 MAX_NIC_NODE_POLICY_NAME = 30
-# The DOCA driver versions the Network Operator's webhook takes: a release
-# (24.10-0.7.0.0-0), the same with its DOCA prefix (doca3.4.1-26.04-1.1.0.0-1), either with a
-# precompiled image's kernel suffix, or an image digest.
+# The DOCA driver versions the Network Operator's admission webhook takes (isValidOFEDVersion,
+# the same from 26.1 to 26.7): a DOCA release, docaX.Y[.Z]-YY.MM- then exactly four dotted
+# numbers and -N (doca3.5.0-26.07-0.7.7.0-0; a fifth number, as in doca3.3.1-26.01-1.0.0.0.305-0,
+# is refused); a release without the prefix (24.10-0.7.0.0-0); either with suffixes (a
+# precompiled image's kernel); or an image digest.
 _DOCA_VERSION = re.compile(
-    r"^(doca\d+(\.\d+)*-)?\d+\.\d+-\d+(\.\d+)*(-\d+)?(-[0-9A-Za-z][0-9A-Za-z._+-]*)?$"
-    r"|^sha256:[0-9a-f]{64}$"
+    r"^doca[0-9]+\.[0-9]+(\.[0-9]+)?-[0-9]+\.[0-9]+-[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+-[0-9]+(-[\w.\-]+)*$"
+    r"|^[0-9]+\.[0-9]+-[0-9]+(\.[0-9]+)*(-[0-9]+)?(-[\w.\-]+)*$"
+    r"|^sha256:[0-9a-fA-F]{64}$"
 )
 DOCA_VERSION_FORMS = (
-    "a DOCA driver version as the Network Operator takes it: 24.10-0.7.0.0-0, "
-    "doca3.4.1-26.04-1.1.0.0-1, either with a precompiled kernel suffix, or sha256:<64 hex>"
+    "a DOCA driver version as the Network Operator's webhook takes it: "
+    "docaX.Y[.Z]-YY.MM-a.b.c.d-N with exactly four numbers a.b.c.d (doca3.5.0-26.07-0.7.7.0-0), "
+    "a release without the prefix (24.10-0.7.0.0-0), either with a precompiled kernel suffix, "
+    "or sha256:<64 hex>"
 )
 MODELS = ("cluster", "node")
 
