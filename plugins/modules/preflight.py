@@ -35,6 +35,10 @@ description:
     else a warning."
   - "C(cluster-policy): no ClusterPolicy other than the collection's (the GPU Operator honours
     one)."
+  - "C(gpu-cluster): no GPUCluster (GPU Operator 26.7's DRA stack) where the ClusterPolicy is to
+    be created: the operator runs one or the other (an error). Read while no ClusterPolicy exists."
+  - "C(gpu-operator-release): a warning when the GPU Operator pinned (starting_csv) or installed
+    is 26.3.0 to 26.3.2, which put every ibverbs device into every GPU pod (fixed in 26.3.3)."
   - "C(nic-policies): no NicNodePolicy of somebody else holds a section the NicClusterPolicy plans
     or selects a group's node; a change of the NIC policy model says what moves and which nodes'
     DOCA driver reloads."

@@ -57,6 +57,56 @@ def check_cluster_policy(plan: dict, objects: list[dict], facts: Facts, take_ove
     return found
 
 
+GPU_CLUSTER = ("nvidia.com/v1alpha1", "GPUCluster")
+SUBSCRIPTION = ("operators.coreos.com/v1alpha1", "Subscription")
+# GPU Operator 26.3.0 to 26.3.2 turned MOFED_ENABLED and GDS_ENABLED on by default, so every
+# ibverbs device of a node went into every GPU pod (gpu-operator #2525; fixed in 26.3.3).
+IBVERBS_IN_EVERY_POD = tuple(f"{OPERATOR.package}.v26.3.{patch}" for patch in (0, 1, 2))
+
+
+def check_gpu_cluster(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list:
+    """A GPUCluster (GPU Operator 26.7's DRA stack) beside the ClusterPolicy the step applies:
+    the operator refuses to run both."""
+    if not any(o["kind"] == "ClusterPolicy" for o in objects):
+        return []
+    return [
+        finding(
+            "gpu-cluster",
+            "error",
+            f"GPUCluster {cluster['metadata']['name']} exists: the GPU Operator (26.7 and later) "
+            "runs either a GPUCluster (its DRA driver stack) or a ClusterPolicy, never both, and "
+            "site.yml applies the ClusterPolicy GPUDirect RDMA needs. Remove the GPUCluster "
+            f"(oc delete gpucluster {cluster['metadata']['name']}) or leave the GPU Operator out "
+            "of this cluster's inventory",
+        )
+        for cluster in facts.all(*GPU_CLUSTER)
+    ]
+
+
+def check_known_regressions(plan: dict, objects: list[dict], facts: Facts, take_over: bool):
+    """A GPU Operator release known to break GPUDirect RDMA pods, pinned or installed."""
+    operator = plan["operators"][OPERATOR.key]
+    subscription = facts.one(*SUBSCRIPTION, operator["subscription"], operator["namespace"])
+    installed = ((subscription or {}).get("status") or {}).get("installedCSV")
+    found = []
+    for csv, where in (
+        (operator["starting_csv"], "gpudirect_rdma_operators.gpu_operator.starting_csv pins"),
+        (installed, "the cluster runs"),
+    ):
+        if csv in IBVERBS_IN_EVERY_POD:
+            found.append(
+                finding(
+                    "gpu-operator-release",
+                    "warning",
+                    f"{where} {csv}: GPU Operator 26.3.0 to 26.3.2 put every ibverbs device of "
+                    "a node into every GPU pod (MOFED_ENABLED and GDS_ENABLED on by default, "
+                    "gpu-operator #2525), so pods without an RDMA resource reach the NICs too; "
+                    "26.3.3 fixed it: choose 26.3.3 or later",
+                )
+            )
+    return found
+
+
 def gpu_nodes(policy: dict, nodes: list[dict], others: list[dict]) -> list[str]:
     """The nodes the ClusterPolicy's GPU driver runs on: those NFD found an NVIDIA GPU on."""
     return [n["name"] for n in nodes if n["labels"].get(nfd.GPU_LABEL) == "true"]
@@ -94,6 +144,24 @@ STEP = Step(
             "cluster-policy",
             check_cluster_policy,
             lambda plan, objects: (Read(API_VERSION, "ClusterPolicy"),),
+        ),
+        # Read while no ClusterPolicy exists, before the first one is written: a converged
+        # cluster's re-run reads no more for it.
+        Check(
+            "gpu-cluster",
+            check_gpu_cluster,
+            lambda plan, objects: (Read(*GPU_CLUSTER, unless=((API_VERSION, "ClusterPolicy"),)),),
+        ),
+        Check(
+            "gpu-operator-release",
+            check_known_regressions,
+            lambda plan, objects: (
+                Read(
+                    *SUBSCRIPTION,
+                    plan["operators"][OPERATOR.key]["subscription"],
+                    plan["operators"][OPERATOR.key]["namespace"],
+                ),
+            ),
         ),
     ),
 )

@@ -64,6 +64,7 @@ class World:
     nic_config_devices: list | None = None  # {"name", "node", "type"}
     nic_config_templates: list = field(default_factory=list)
     maintenance_elsewhere: str | None = None  # "Subscription <namespace>/<name>"
+    others: list = field(default_factory=list)  # any other object, as read
 
     def facts(self, objects: list[dict]) -> Facts:
         """The objects preflight would have read of this cluster (objects: the plan's)."""
@@ -137,6 +138,7 @@ class World:
             namespace, name = self.maintenance_elsewhere.split(" ", 1)[1].split("/")
             spec = {"name": "nvidia-maintenance-operator"}
             found.append(obj(OLM, "Subscription", name, namespace, spec=spec))
+        found += self.others
         not_served = set()
         if not self.openshift:
             not_served |= {
@@ -424,6 +426,55 @@ def test_another_cluster_policy():
     facts.cluster_policies = [{"kind": "ClusterPolicy", "metadata": {"name": "my-policy"}}]
     findings, _checks = run(plan, facts, take_over=True)
     assert any("ClusterPolicy my-policy exists" in m for m in messages(findings, "error"))
+
+
+def test_a_gpu_cluster_beside_the_cluster_policy_is_refused():
+    plan = plan_of()
+    facts = healthy(plan)
+    facts.others = [obj("nvidia.com/v1alpha1", "GPUCluster", "gpu-cluster")]
+    findings, checks = run(plan, facts)
+    assert ("gpu-cluster", "error") in checks
+    (message,) = [m for m in messages(findings, "error") if m.startswith("gpu-cluster")]
+    assert "GPUCluster gpu-cluster exists" in message
+    assert "oc delete gpucluster gpu-cluster" in message
+
+
+@pytest.mark.parametrize(
+    ("pinned", "installed", "warned"),
+    [
+        ("gpu-operator-certified.v26.3.1", None, ["pins gpu-operator-certified.v26.3.1"]),
+        (
+            None,
+            "gpu-operator-certified.v26.3.2",
+            ["the cluster runs gpu-operator-certified.v26.3.2"],
+        ),
+        (None, "gpu-operator-certified.v26.3.3", []),
+        ("gpu-operator-certified.v26.7.2", "gpu-operator-certified.v26.7.2", []),
+    ],
+)
+def test_a_gpu_operator_that_puts_every_ibverbs_device_in_gpu_pods_is_warned_of(
+    pinned, installed, warned
+):
+    operators = {"gpu_operator": {"approval": "Manual", "starting_csv": pinned}} if pinned else {}
+    plan = plan_of(operators=operators)
+    facts = healthy(plan)
+    if installed:
+        facts.others = [
+            obj(
+                OLM,
+                "Subscription",
+                "gpu-operator-certified",
+                "nvidia-gpu-operator",
+                spec={"name": "gpu-operator-certified"},
+                status={"installedCSV": installed},
+            )
+        ]
+    findings, _checks = run(plan, facts)
+    found = [m for m in messages(findings, "warning") if m.startswith("gpu-operator-release")]
+    assert len(found) == len(warned), found
+    for message, words in zip(found, warned, strict=True):
+        assert words in message
+        assert "gpu-operator #2525" in message and "choose 26.3.3 or later" in message
 
 
 def network(kind, name, labels=None, **spec):
