@@ -449,3 +449,25 @@ def test_single_node_openshift(run_playbook, harness, core, knobs, control_plane
         assert "WARNING single-node" in flat(result)
     finally:
         remove_nodes(harness)
+
+
+def test_a_gpu_cluster_is_refused_before_any_write(run_playbook, harness, custom, control_plane):
+    """GPU Operator 26.7's GPUCluster cannot coexist with the ClusterPolicy site.yml applies:
+    refused by name before the first write (it is read while no ClusterPolicy exists)."""
+    nodes_for(harness, "shared-device-roce")
+    for policy in custom.list_cluster_custom_object("nvidia.com", "v1", "clusterpolicies")["items"]:
+        custom.delete_cluster_custom_object(
+            "nvidia.com", "v1", "clusterpolicies", policy["metadata"]["name"]
+        )
+    cluster = {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "GPUCluster",
+        "metadata": {"name": "gpu-cluster"},
+        "spec": {"draDriver": {"computeDomains": {"enabled": True}}},
+    }
+    custom.create_cluster_custom_object("nvidia.com", "v1alpha1", "gpuclusters", cluster)
+    try:
+        output = fails_before_writing(control_plane, run_playbook, "shared-device-roce", *AGREED)
+    finally:
+        custom.delete_cluster_custom_object("nvidia.com", "v1alpha1", "gpuclusters", "gpu-cluster")
+    assert "ERROR gpu-cluster: GPUCluster gpu-cluster exists" in output, output[-3000:]
