@@ -1045,6 +1045,25 @@ CASES: list[BadInput] = [
         set={"roce_pfc_priority": 8},
     ),
     BadInput(
+        # ECN, pause frames and the cable length are 26.7's template fields: the 26.4 schema
+        # would refuse them (tests/integration/test_releases.py).
+        "roce-ecn-before-26-7",
+        NCR,
+        f"{V}roce_ecn",
+        "True",
+        "it unset with gpudirect_rdma_network_operator_release 26.4.1: the NIC Configuration "
+        "Operator takes it from Network Operator 26.7 on",
+        set={"roce_ecn": True, "network_operator_release": "26.4.1"},
+    ),
+    BadInput(
+        "roce-cable-length-0",
+        NCR,
+        f"{V}roce_cable_length",
+        "0",
+        "a whole number from 1 to 10000 meters",
+        set={"roce_cable_length": 0},
+    ),
+    BadInput(
         "roce-qos-trust-crd-wording",
         NCR,
         f"{V}roce_qos_trust",

@@ -221,6 +221,26 @@ options:
     type: str
     choices: [dscp, pfc]
     default: dscp
+  roce_ecn:
+    description:
+      - ECN on the PFC priority (C(roceOptimized.qos.ecn) with O(roce_pfc_priority)), which
+        NVIDIA's RoCE congestion control relies on; NIC Configuration Operator 26.7 and later
+        (Network Operator 26.7).
+      - Unset, the template leaves it out and the NIC keeps its own setting (and the template
+        stays valid for the 26.4 schema).
+    type: bool
+  roce_pause_frames:
+    description:
+      - Global pause frames (C(roceOptimized.qos.pauseFrames.enabled)); NVIDIA recommends
+        C(false) where PFC makes a priority lossless. Network Operator 26.7 and later.
+      - Unset, the template leaves it out and the NIC keeps its own setting.
+    type: bool
+  roce_cable_length:
+    description:
+      - Cable length in meters, from which the NIC computes its ECN buffer thresholds
+        (C(roceOptimized.qos.cableLen)). Network Operator 26.7 and later.
+      - Unset, the template leaves it out and the NIC keeps its own setting.
+    type: int
   nic_firmware_reset:
     description:
       - Reset the NIC firmware after a configuration change (C(FW_RESET_AFTER_CONFIG_UPDATE) of the NIC
@@ -281,7 +301,9 @@ options:
     type: str
     default: openshift-marketplace
   network_operator_release:
-    description: NVIDIA Network Operator release - its OLM version channel (v26.7) and CSV, and the component images and versions of its NicClusterPolicy and NicNodePolicies.
+    description:
+      - NVIDIA Network Operator release - its OLM version channel (v26.7) and CSV, and the
+        component images and versions of its NicClusterPolicy and NicNodePolicies.
     type: str
     choices: ["26.7.1", "26.7.0", "26.4.1", "26.4.0", "26.1.2", "26.1.0", "25.10.0"]
     default: "26.7.1"

@@ -1,10 +1,17 @@
 """The NIC policies on the default releases (Network Operator 26.7): the API server serves the
 26.7 CRDs, the simulated operator writes status.conditions as upstream's computes them, and the
-NicClusterPolicy gate names a component in error with its reason and message."""
+NicClusterPolicy gate names a component in error with its reason and message; the 26.7 RoCE QoS
+fields of the NIC firmware templates are kept by the 26.7 schema."""
 
 from __future__ import annotations
 
+from kubernetes import dynamic
+
+from ansible_collections.gpudirect.rdma.plugins.filter.objects import objects as objects_filter
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from tests.integration.helpers import assert_kept, server_side_dry_run
 from tests.integration.test_site import installed_csvs, nodes_for, recap, site
+from tests.unit.inventories import inputs
 
 ERROR = "failed to create k8s objects from manifest: image doca-driver:doca3.5.0 not found"
 
@@ -54,3 +61,32 @@ def test_a_component_in_error_fails_the_gate_naming_it(run_playbook, harness, kn
         "last seen: NicClusterPolicy nic-cluster-policy status.state is 'notReady', condition "
         f"Ready False ComponentError; not ready: OFEDDriverReady False ComponentError: {ERROR}"
     ) in output, output[-3000:]
+
+
+NEWER_QOS = {"roce_ecn": True, "roce_pause_frames": False, "roce_cable_length": 5}
+
+
+def dry_run_templates(harness, plan) -> list[dict]:
+    """The plan's NicConfigurationTemplates as the server would store them (strict field
+    validation), with their Namespace created first."""
+    resources = dynamic.DynamicClient(harness)
+    stored = []
+    for obj in objects_filter(plan):
+        if obj["kind"] in ("Namespace", "NicConfigurationTemplate"):
+            kept = server_side_dry_run(resources, obj)
+            if obj["kind"] == "NicConfigurationTemplate":
+                assert_kept(kept["spec"], obj["spec"], obj["metadata"]["name"])
+                stored.append(kept)
+    return stored
+
+
+def test_the_26_7_qos_fields_are_kept_by_the_26_7_schema(harness):
+    plan = build_plan({**inputs("nic-configuration-roce"), **NEWER_QOS})
+    (template,) = dry_run_templates(harness, plan)
+    assert template["spec"]["template"]["roceOptimized"]["qos"] == {
+        "trust": "dscp",
+        "pfc": "0,0,0,1,0,0,0,0",
+        "ecn": {"enabled": True, "priority": 3},
+        "pauseFrames": {"enabled": False},
+        "cableLen": 5,
+    }

@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from kubernetes import dynamic
 
+from ansible_collections.gpudirect.rdma.plugins.filter.objects import objects as objects_filter
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError, build_plan
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import (
     ADMIN_USER,
@@ -18,9 +21,11 @@ from tests.harness.controlplane import (
     network_operator_crd_line,
     use_network_operator_crds,
 )
+from tests.integration.helpers import server_side_dry_run
+from tests.integration.test_nic_policy_gates import NEWER_QOS, dry_run_templates
 from tests.integration.test_site import installed_csvs, nodes_for, recap, site
 from tests.integration.test_verify import verify
-from tests.unit.inventories import NAMES
+from tests.unit.inventories import NAMES, inputs
 
 UNINSTALL = REPO_ROOT / "playbooks" / "uninstall.yml"
 NETWORK_OPERATOR = "26.4.1"
@@ -88,3 +93,20 @@ def test_an_example_converges_and_verifies_on_the_older_releases(
     assert recap(result.stdout)["failed"] == 0
     report = json.loads((tmp_path / "verify-report.json").read_text())
     assert report["passed"] is True
+
+
+def test_the_templates_are_valid_for_the_26_4_schema_and_the_newer_qos_is_not(older_crds, harness):
+    """Without the 26.7 QoS settings the NIC firmware templates are what the 26.4 schema takes;
+    their fields would be dropped by the 26.4 schema, and so the plan refuses them on 26.4.1."""
+    plan = build_plan({**inputs("nic-configuration-roce"), "network_operator_release": "26.4.1"})
+    (template,) = dry_run_templates(harness, plan)
+    assert "ecn" not in template["spec"]["template"]["roceOptimized"]["qos"]
+    newer = build_plan({**inputs("nic-configuration-roce"), **NEWER_QOS})
+    resources = dynamic.DynamicClient(harness)
+    (sent,) = [o for o in objects_filter(newer) if o["kind"] == "NicConfigurationTemplate"]
+    stored = server_side_dry_run(resources, sent)
+    assert set(stored["spec"]["template"]["roceOptimized"]["qos"]) == {"trust", "pfc"}
+    with pytest.raises(PlanError, match="gpudirect_rdma_roce_ecn: got True; expected it unset"):
+        build_plan(
+            {**inputs("nic-configuration-roce"), **NEWER_QOS, "network_operator_release": "26.4.1"}
+        )

@@ -117,7 +117,7 @@ def installed_version(world: World, package: str) -> tuple[int, ...] | None:
     csv = installed_csv(world, package)
     if csv is None:
         return None
-    release = str((csv.get("spec") or {}).get("version") or "0").split("-")[0]
+    release = str((csv.get("spec") or {}).get("version") or "0").split("-", maxsplit=1)[0]
     return tuple(int(part) for part in release.split(".") if part.isdigit())
 
 

@@ -118,10 +118,15 @@ def template_spec(view: dict, device_id: str) -> dict:
         "gpuDirectOptimized": {"enabled": True, "env": "Baremetal"},
     }
     if view["fabric"] == "roce":
-        template["roceOptimized"] = {
-            "enabled": True,
-            "qos": {"trust": settings["trust"], "pfc": settings["pfc"]},
-        }
+        qos = {"trust": settings["trust"], "pfc": settings["pfc"]}
+        # 26.7's fields, only when the inventory sets them (plan/nic_configuration.py).
+        if settings.get("ecn") is not None:
+            qos["ecn"] = {"enabled": settings["ecn"], "priority": settings["priority"]}
+        if settings.get("pause_frames") is not None:
+            qos["pauseFrames"] = {"enabled": settings["pause_frames"]}
+        if settings.get("cable_length") is not None:
+            qos["cableLen"] = settings["cable_length"]
+        template["roceOptimized"] = {"enabled": True, "qos": qos}
     return {
         "nodeSelector": dict(view["node_selector"]),
         "nicSelector": {"nicType": device_id},

@@ -91,7 +91,7 @@ def build_plan(given: Mapping) -> dict:
         # The operator's own image unless the inventory pins one (builders/nfd.py says why).
         "nfd": {"operand_image": nfd_image},
         "machine_configs": machine_configs(inputs),
-        "nic_configuration": nic_configuration.settings(inputs, node_groups),
+        "nic_configuration": nic_configuration.settings(inputs, node_groups, network_release),
         # The disruptions of nodes in service the inventory agrees to (k8s/disruption.py).
         "allow_disruption": inputs.checked("allow_disruption"),
         # What the plan ignores and says so (gpudirect.rdma.plan shows them as warnings).

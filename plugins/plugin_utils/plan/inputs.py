@@ -60,6 +60,7 @@ RULES = {
     "nfd_operand_image": functools.partial(checks.string, expected="a container image reference"),
     "rdma_hca_max": checks.whole(1, 1000),
     "roce_pfc_priority": checks.whole(0, 7, " (an IEEE 802.1p priority)"),
+    "roce_cable_length": checks.whole(1, 10000, " meters"),
     "sriov_num_vfs": checks.whole(1, MAX_VFS),
     "sriov_policy_name": checks.dns_subdomain,
     "sriov_priority": checks.whole(0, 99),

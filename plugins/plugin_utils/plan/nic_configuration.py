@@ -69,14 +69,48 @@ def _budget(inputs: Inputs, key: str, low: int) -> int | str | None:
     return int(match.group(1))
 
 
-def settings(inputs: Inputs, groups: list[dict]) -> dict:
+# The RoCE QoS settings the NIC Configuration Operator takes from Network Operator 26.7 on
+# (nicconfigurationtemplate_types.go: qos.ecn, qos.pauseFrames, qos.cableLen).
+QOS_SINCE = (26, 7)
+NEWER_QOS = ("roce_ecn", "roce_pause_frames", "roce_cable_length")
+
+
+def _minor(release: str) -> tuple[int, int]:
+    major, minor = release.split("-")[0].split(".")[:2]
+    return int(major), int(minor)
+
+
+def _newer_qos(inputs: Inputs, network_release: str) -> dict:
+    """ecn, pause_frames, cable_length: each None when unset; set, a Network Operator release
+    whose templates take it."""
+    # An AAP survey sends an empty answer for a setting left unset.
+    found = {key: None if inputs[key] == "" else inputs.checked(key) for key in NEWER_QOS}
+    for key, value in found.items():
+        if value is not None and _minor(network_release) < QOS_SINCE:
+            raise PlanError(
+                inputs.name(key),
+                value,
+                "it unset with "
+                f"{inputs.name('network_operator_release')} {network_release}: the NIC "
+                "Configuration Operator takes it from Network Operator 26.7 on",
+            )
+    return {
+        "ecn": found["roce_ecn"],
+        "pause_frames": found["roce_pause_frames"],
+        "cable_length": found["roce_cable_length"],
+    }
+
+
+def settings(inputs: Inputs, groups: list[dict], network_release: str) -> dict:
     """plan['nic_configuration']: on or off, the RoCE QoS, the firmware reset, the Maintenance
     Operator's budgets. The NIC types are per node group (groups.py)."""
     priority = inputs.checked("roce_pfc_priority")
     return {
         "enabled": inputs.checked("nic_configuration"),
+        "priority": priority,
         "pfc": ",".join("1" if p == priority else "0" for p in range(PRIORITIES)),
         "trust": inputs.checked("roce_qos_trust"),
+        **_newer_qos(inputs, network_release),
         "firmware_reset": inputs.checked("nic_firmware_reset"),
         "maintenance": {
             # An empty survey answer is the default.

@@ -82,7 +82,8 @@ USES: dict[str, Use] = {
         _nv_ipam, f"{PREFIX}ipam_type: nv-ipam (IPPool perNodeBlockSize)"
     ),
 }
-USES["roce_qos_trust"] = USES["roce_pfc_priority"]
+for _key in ("roce_qos_trust", "roce_ecn", "roce_pause_frames", "roce_cable_length"):
+    USES[_key] = USES["roce_pfc_priority"]
 
 
 def _value(inputs: Inputs, key: str) -> Any:

@@ -644,3 +644,19 @@ def test_the_verify_report_shows_the_tested_nodes_nics_and_their_configuration_s
     assert found["table"][-1].startswith("worker-0")
     assert "UpdateSuccessful" in found["table"][-1]
     assert report(plan, runs, 100)["nic_devices"] == []
+
+
+def test_the_26_7_roce_qos_goes_into_the_roce_templates_only_when_set():
+    (plain,) = of_kind(plan_of(), "NicConfigurationTemplate")
+    assert set(plain["spec"]["template"]["roceOptimized"]["qos"]) == {"trust", "pfc"}
+    (template,) = of_kind(
+        plan_of(roce_ecn=True, roce_pause_frames=False, roce_cable_length=30, roce_pfc_priority=4),
+        "NicConfigurationTemplate",
+    )
+    assert template["spec"]["template"]["roceOptimized"]["qos"] == {
+        "trust": "dscp",
+        "pfc": "0,0,0,0,1,0,0,0",
+        "ecn": {"enabled": True, "priority": 4},
+        "pauseFrames": {"enabled": False},
+        "cableLen": 30,
+    }
