@@ -682,6 +682,15 @@ CASES: list[BadInput] = [
         set={"network_operator_release": "24.10.0"},
     ),
     BadInput(
+        # Known, but never published in a certified catalog: OLM could not install it.
+        "network-operator-release-unpublished",
+        SDR,
+        V + "network_operator_release",
+        "'26.1.2'",
+        "a release a certified catalog carries (26.7.1, 26.7.0, 26.4.1, 26.4.0, 26.1.0, 25.10.0)",
+        set={"network_operator_release": "26.1.2"},
+    ),
+    BadInput(
         "gpu-operator-release-float",
         SDR,
         V + "gpu_operator_release",

@@ -15,8 +15,11 @@ description:
     checks read; a refused read (403) names the user, the verb and the resource, and the ClusterRole
     the collection ships in C(rbac/gpudirect-rdma-installer.yaml)."
   - "C(openshift), C(openshift-version): a ClusterVersion exists (OpenShift), its version is one
-    the collection supports (error otherwise) and that the chosen Network Operator and GPU Operator
-    releases support (warning otherwise), and C(gpudirect_rdma_openshift_version) matches it."
+    the collection supports (error otherwise), the certified catalog of its minor carries the
+    chosen Network Operator and GPU Operator releases (error otherwise, for the minors whose
+    catalogs the release data read, naming the releases it carries), their ranges cover it
+    (warning otherwise, naming the releases that would), and
+    C(gpudirect_rdma_openshift_version) matches it."
   - "C(olm), C(catalogs): OLM is served; the Subscriptions' CatalogSources exist (error) and are
     READY (warning)."
   - "C(nodes), C(node-groups): once NFD has labelled nodes, each node group's selector matches

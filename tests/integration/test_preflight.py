@@ -86,6 +86,29 @@ def test_not_openshift(run_playbook, harness, openshift_version, control_plane):
     assert "ERROR openshift: this is not an OpenShift cluster" in output
 
 
+def test_a_release_the_clusters_catalog_lacks_is_refused(
+    run_playbook, harness, openshift_version, control_plane
+):
+    """OpenShift 4.22's certified catalog carries Network Operator 26.4.1 and 26.7, not 26.4.0."""
+    nodes_for(harness, "shared-device-roce")
+    openshift_version("4.22.1")
+    output = fails_before_writing(
+        control_plane,
+        run_playbook,
+        "shared-device-roce",
+        "-e",
+        "gpudirect_rdma_network_operator_release=26.4.0",
+        "-e",
+        "gpudirect_rdma_openshift_version='4.22'",
+        *AGREED,
+    )
+    assert (
+        "ERROR openshift-version: NVIDIA Network Operator 26.4.0 is not in the certified catalog "
+        "of OpenShift 4.22 (its catalogs: 4.18, 4.19, 4.20, 4.21): OLM cannot install it on this "
+        "cluster; releases that would do: 26.7.1, 26.7.0, 26.4.1" in output
+    ), output[-3000:]
+
+
 def test_unsupported_openshift_version(run_playbook, harness, openshift_version, control_plane):
     nodes_for(harness, "shared-device-roce")
     openshift_version("4.14.9")

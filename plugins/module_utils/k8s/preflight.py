@@ -64,6 +64,51 @@ def _minor(version: str | None) -> tuple[int, int] | None:
         return None
 
 
+def _release_findings(cluster_version: str, running: str, support: dict, own: bool) -> list:
+    """The collection's range (an error outside it); an operator release that the cluster's
+    certified catalog does not carry (an error: OLM cannot install it), or whose range does not
+    cover the cluster (a warning); each naming the releases that would do."""
+    covered = _minor(support["minimum"]) <= _minor(running) <= _minor(support["maximum"])
+    judged = running in support.get("catalog_minors", ())
+    carried = running in support.get("catalogs", ())
+    if covered and (carried or not judged):
+        return []
+
+    def instead(releases: list[str] | None) -> str:
+        if releases:
+            return f"; releases that would do: {', '.join(releases)}"
+        return "; no release the collection knows does" if judged else ""
+
+    if own:
+        return [
+            finding(
+                "openshift-version",
+                "error",
+                f"OpenShift {cluster_version} is not supported by {support['component']}: it "
+                f"supports {support['minimum']} to {support['maximum']}",
+            )
+        ]
+    if judged and not carried:
+        return [
+            finding(
+                "openshift-version",
+                "error",
+                f"{support['component']} is not in the certified catalog of OpenShift {running} "
+                f"(its catalogs: {', '.join(support['catalogs']) or 'none'}): OLM cannot "
+                f"install it on this cluster" + instead(support.get("carried", {}).get(running)),
+            )
+        ]
+    return [
+        finding(
+            "openshift-version",
+            "warning",
+            f"OpenShift {cluster_version} is not supported by {support['component']}: it "
+            f"supports {support['minimum']} to {support['maximum']}"
+            + instead(support.get("covering", {}).get(running)),
+        )
+    ]
+
+
 def check_openshift(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list:
     version = facts.one(*CLUSTER_VERSION, "version")
     if version is None:
@@ -92,19 +137,7 @@ def check_openshift(plan: dict, objects: list[dict], facts: Facts, take_over: bo
         ]
     running = f"{minor[0]}.{minor[1]}"
     for index, support in enumerate(plan["openshift_support"]):
-        low, high = _minor(support["minimum"]), _minor(support["maximum"])
-        if low <= minor <= high:
-            continue
-        severity = "error" if index == 0 else "warning"
-        found.append(
-            finding(
-                "openshift-version",
-                severity,
-                f"OpenShift {cluster_version} is not supported by {support['component']}: "
-                f"it supports {support['minimum']} to {support['maximum']}"
-                + ("" if index == 0 else "; choose a release that covers " + running),
-            )
-        )
+        found += _release_findings(cluster_version, running, support, index == 0)
     if plan["openshift_version"] != running:
         found.append(
             finding(

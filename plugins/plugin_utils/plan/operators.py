@@ -10,6 +10,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.network_opera
     REGISTRY_SECRET_NAME,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
+    CATALOG_MINORS,
     GPU_OPERATOR_RELEASES,
     NETWORK_OPERATOR_RELEASES,
 )
@@ -27,12 +28,29 @@ SUPPORTED_OPENSHIFT = ("4.17", "4.22")
 _OPENSHIFT_VERSION = re.compile(r"^4\.[0-9]{1,2}$")
 
 
+RELEASE_CATALOGS = {
+    "network_operator_release": NETWORK_OPERATOR_RELEASES,
+    "gpu_operator_release": GPU_OPERATOR_RELEASES,
+}
+
+
 def releases(inputs: Inputs) -> tuple[str, str]:
-    """The Network and GPU Operator releases, as strings (YAML reads 26.7 as a number)."""
-    return tuple(
-        choice(inputs.name(key), str(inputs[key]), tuple(OPTIONS[key]["choices"]))
-        for key in ("network_operator_release", "gpu_operator_release")
-    )
+    """The Network and GPU Operator releases, as strings (YAML reads 26.7 as a number); a
+    release no certified catalog carries is refused: OLM could not install it."""
+    chosen = []
+    for key, known in RELEASE_CATALOGS.items():
+        release = choice(inputs.name(key), str(inputs[key]), tuple(OPTIONS[key]["choices"]))
+        if not known[release]["catalogs"]:
+            carried = [r for r in OPTIONS[key]["choices"] if known[r]["catalogs"]]
+            raise PlanError(
+                inputs.name(key),
+                release,
+                f"a release a certified catalog carries ({', '.join(carried)}): {release} was "
+                f"never published in the catalogs of OpenShift {CATALOG_MINORS[0]} to "
+                f"{CATALOG_MINORS[-1]}, so OLM cannot install it",
+            )
+        chosen.append(release)
+    return tuple(chosen)
 
 
 def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
@@ -171,15 +189,38 @@ def _release_range(versions: str) -> tuple[str, str]:
     return low.lstrip("v"), (high or low).lstrip("v")
 
 
-def openshift_support(network_release: str, gpu_release: str) -> list[dict]:
-    """Which OpenShift minor versions the collection and the chosen operator releases support."""
-    network = NETWORK_OPERATOR_RELEASES[network_release]["openshift_versions"]
-    gpu = GPU_OPERATOR_RELEASES[gpu_release]["openshift_versions"]
-    ranges = {
-        "gpudirect.rdma": SUPPORTED_OPENSHIFT,
-        f"NVIDIA Network Operator {network_release}": _release_range(network),
-        f"NVIDIA GPU Operator {gpu_release}": _release_range(gpu),
+def _operator_support(title: str, known: dict, release: str) -> dict:
+    """A release's OpenShift range and catalogs; for each minor whose catalog was read, the
+    releases that catalog carries, and of those the ones whose range covers the minor."""
+
+    def covers(data: dict, minor: str) -> bool:
+        low, high = _release_range(data["openshift_versions"])
+        return _minor(low) <= _minor(minor) <= _minor(high)
+
+    low, high = _release_range(known[release]["openshift_versions"])
+    carried = {m: [r for r, data in known.items() if m in data["catalogs"]] for m in CATALOG_MINORS}
+    return {
+        "component": f"{title} {release}",
+        "minimum": low,
+        "maximum": high,
+        "catalogs": list(known[release]["catalogs"]),
+        "catalog_minors": list(CATALOG_MINORS),
+        "carried": carried,
+        "covering": {m: [r for r in carried[m] if covers(known[r], m)] for m in CATALOG_MINORS},
     }
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def openshift_support(network_release: str, gpu_release: str) -> list[dict]:
+    """Which OpenShift minor versions the collection and the chosen operator releases support
+    (the first entry the collection's own), with the certified catalogs of each release."""
+    low, high = SUPPORTED_OPENSHIFT
     return [
-        {"component": name, "minimum": low, "maximum": high} for name, (low, high) in ranges.items()
+        {"component": "gpudirect.rdma", "minimum": low, "maximum": high},
+        _operator_support("NVIDIA Network Operator", NETWORK_OPERATOR_RELEASES, network_release),
+        _operator_support("NVIDIA GPU Operator", GPU_OPERATOR_RELEASES, gpu_release),
     ]

@@ -274,6 +274,31 @@ def test_operator_release_range_is_a_warning():
     assert messages(findings, "error") == []
     warning = " ".join(messages(findings, "warning"))
     assert "NVIDIA Network Operator 26.4.1: it supports 4.17 to 4.20" in warning
+    # Every Network Operator bundle says 4.20 at most, though the 4.22 catalog carries some.
+    assert "4.20; no release the collection knows does" in warning
+
+
+def test_a_release_the_clusters_catalog_does_not_carry_is_refused_naming_those_it_does():
+    # The certified catalog of OpenShift 4.22 carries Network Operator 26.4.1 and 26.7, not
+    # 26.4.0 (reference/catalog-templates/v4.22).
+    plan = plan_of(network_operator_release="26.4.0", openshift_version="4.22")
+    facts = healthy(plan)
+    facts.cluster_version = "4.22.1"
+    findings, _found = run(plan, facts)
+    (error,) = messages(findings, "error")
+    assert error == (
+        "openshift-version: NVIDIA Network Operator 26.4.0 is not in the certified catalog of "
+        "OpenShift 4.22 (its catalogs: 4.18, 4.19, 4.20, 4.21): OLM cannot install it on this "
+        "cluster; releases that would do: 26.7.1, 26.7.0, 26.4.1"
+    )
+
+
+def test_a_minor_whose_catalog_was_not_read_is_judged_by_the_ranges_alone():
+    plan = plan_of(network_operator_release="26.4.0", openshift_version="4.17")
+    facts = healthy(plan)
+    facts.cluster_version = "4.17.30"
+    findings, _found = run(plan, facts)
+    assert messages(findings, "error") == []
 
 
 def test_openshift_version_variable_differs_from_the_cluster():

@@ -747,3 +747,14 @@ def test_settings_of_the_nic_opt_in_while_it_is_off_are_kept_with_a_warning():
         "gpudirect_rdma_roce_pfc_priority",
     ]
     assert build_plan(mixed_groups())["warnings"] == []
+
+
+def test_a_release_no_certified_catalog_carries_is_refused():
+    """Network Operator 26.1.2 was never published in a certified catalog (UPGRADES.md)."""
+    with pytest.raises(PlanError) as raised:
+        build_plan({**BASE, "network_operator_release": "26.1.2"})
+    assert str(raised.value) == (
+        "gpudirect_rdma_network_operator_release: got '26.1.2'; expected a release a certified "
+        "catalog carries (26.7.1, 26.7.0, 26.4.1, 26.4.0, 26.1.0, 25.10.0): 26.1.2 was never "
+        "published in the catalogs of OpenShift 4.18 to 4.22, so OLM cannot install it"
+    )
