@@ -135,8 +135,17 @@ def catalog(shared: Path, added_path: Path = ADDED) -> dict:
     }
 
 
+class _IndentedLists(yaml.SafeDumper):
+    """Lists indented under their key, as yamllint's indentation rule wants them."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
 def render(data: dict) -> str:
-    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
+    body = yaml.dump(
+        data, Dumper=_IndentedLists, sort_keys=False, default_flow_style=False, width=100
+    )
     return f"---\n{HEADER}{body}"
 
 
