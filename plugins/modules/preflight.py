@@ -38,6 +38,9 @@ description:
     else a warning."
   - "C(cluster-policy): no ClusterPolicy other than the collection's (the GPU Operator honours
     one)."
+  - "C(telemetry-stream): a warning when the NicClusterPolicy's DOCA Telemetry Service image is
+    built for another DOCA release than a node group's DOCA driver (C(1.25.5-doca3.4.0-host)
+    beside C(doca3.5.0-...)), a pair NVIDIA's reviews flag as a risk."
   - "C(gpu-cluster): no GPUCluster (GPU Operator 26.7's DRA stack) where the ClusterPolicy is to
     be created: the operator runs one or the other (an error). Read while no ClusterPolicy exists."
   - "C(gpu-operator-release): a warning when the GPU Operator pinned (starting_csv) or installed

@@ -5,6 +5,8 @@ nv-ipam, the NIC Configuration Operator). The node groups' NicNodePolicies are t
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gpudirect.rdma.plugins.module_utils import gates as gate
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
     network_operator,
@@ -82,6 +84,48 @@ def _nodes_of(policy: dict, facts: Facts) -> list[str]:
 def _names(kind: str, policies: list[dict]) -> str:
     names = ", ".join(p["metadata"]["name"] for p in policies)
     return f"{kind}{'ies' if len(policies) > 1 else 'y'} {names}"
+
+
+# The DOCA release of a DOCA Telemetry Service image tag (1.26.5-doca3.5.0-host) and of a DOCA
+# driver version (doca3.5.0-26.07-0.7.7.0-0).
+_TELEMETRY_DOCA = re.compile(r"-doca([0-9]+(?:\.[0-9]+)+)-")
+_DRIVER_DOCA = re.compile(r"^doca([0-9]+(?:\.[0-9]+)+)-")
+
+
+def doca_streams(telemetry_version: str, driver_version: str) -> tuple[str, str] | None:
+    """The DOCA releases of a DOCA Telemetry Service tag and a DOCA driver version when both
+    say one and they differ, else None."""
+    telemetry = _TELEMETRY_DOCA.search(str(telemetry_version or ""))
+    driver = _DRIVER_DOCA.match(str(driver_version or ""))
+    if telemetry and driver and telemetry.group(1) != driver.group(1):
+        return telemetry.group(1), driver.group(1)
+    return None
+
+
+def check_telemetry_stream(plan: dict, objects: list[dict], facts: Facts, take_over: bool):
+    """A DOCA Telemetry Service in the NicClusterPolicy (somebody's, or the release's) built for
+    another DOCA release than the driver the plan installs: upstream's reviews flag the pair as
+    a risk (network-operator #2838), the operator does not refuse it."""
+    live = facts.one(network_operator.API_VERSION, "NicClusterPolicy", network_operator.NAME)
+    telemetry = ((live or {}).get("spec") or {}).get("docaTelemetryService") or {}
+    found = []
+    for group in plan["groups"]:
+        streams = doca_streams(telemetry.get("version"), group["doca_driver_version"])
+        if streams:
+            where = f"node group {group['name']}" if group["name"] else "the nodes"
+            found.append(
+                finding(
+                    "telemetry-stream",
+                    "warning",
+                    f"the NicClusterPolicy's DOCA Telemetry Service {telemetry['version']} is "
+                    f"built for DOCA {streams[0]}, the DOCA driver of {where} is DOCA "
+                    f"{streams[1]} ({group['doca_driver_version']}): NVIDIA's reviews flag "
+                    "telemetry of another DOCA release than the driver as a risk of telemetry "
+                    "failing at run time; use a DOCA Telemetry Service image of the driver's "
+                    "DOCA release",
+                )
+            )
+    return found
 
 
 def check_nic_policies(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list:
@@ -256,6 +300,13 @@ STEP = Step(
             lambda plan, objects: (
                 *NODE_READS,
                 Read(network_operator.API_VERSION, "NicNodePolicy"),
+                Read(network_operator.API_VERSION, "NicClusterPolicy", network_operator.NAME),
+            ),
+        ),
+        Check(
+            "telemetry-stream",
+            check_telemetry_stream,
+            lambda plan, objects: (
                 Read(network_operator.API_VERSION, "NicClusterPolicy", network_operator.NAME),
             ),
         ),

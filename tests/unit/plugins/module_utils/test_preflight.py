@@ -17,7 +17,13 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
     summary,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import build_objects
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.network_operator import (
+    doca_streams,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
+    NETWORK_OPERATOR_RELEASES,
+)
 from tests.unit.inventories import NAMES, inputs, mixed_groups
 
 OURS = {"app.kubernetes.io/managed-by": "gpudirect.rdma"}
@@ -451,6 +457,39 @@ def test_another_cluster_policy():
     facts.cluster_policies = [{"kind": "ClusterPolicy", "metadata": {"name": "my-policy"}}]
     findings, _checks = run(plan, facts, take_over=True)
     assert any("ClusterPolicy my-policy exists" in m for m in messages(findings, "error"))
+
+
+def test_a_telemetry_service_of_another_doca_release_than_the_driver_is_a_warning():
+    plan = plan_of()  # Network Operator 26.7.1: DOCA driver doca3.5.0-26.07-0.7.7.0-1
+    facts = healthy(plan)
+    telemetry = {"image": "doca_telemetry", "version": "1.25.5-doca3.4.0-host"}
+    facts.nic_cluster_policy = {
+        "metadata": {"name": "nic-cluster-policy", "labels": dict(OURS)},
+        "spec": {"docaTelemetryService": telemetry},
+    }
+    findings, _checks = run(plan, facts)
+    (warning,) = [m for m in messages(findings, "warning") if m.startswith("telemetry-stream")]
+    assert (
+        "DOCA Telemetry Service 1.25.5-doca3.4.0-host is built for DOCA 3.4.0, the DOCA driver "
+        "of the nodes is DOCA 3.5.0 (doca3.5.0-26.07-0.7.7.0-1)" in warning
+    )
+    telemetry["version"] = "1.26.5-doca3.5.0-host"
+    findings, _checks = run(plan, facts)
+    assert not [m for m in messages(findings, "warning") if m.startswith("telemetry-stream")]
+
+
+@pytest.mark.parametrize(
+    ("release", "streams"),
+    [("26.7.0", ("3.4.0", "3.5.0")), ("26.7.1", None), ("26.4.1", ("3.4.0", "3.4.1"))],
+)
+def test_the_releases_own_telemetry_and_driver_streams(release, streams):
+    """26.7.0 shipped the 26.4 telemetry image beside its DOCA 3.5 driver (its rebuilt bundle
+    26.7.0-1 fixed that); 26.4.1 pairs DOCA 3.4.0 telemetry with the 3.4.1 driver."""
+    components = NETWORK_OPERATOR_RELEASES[release]["components"]
+    found = doca_streams(
+        components["docaTelemetryService"]["version"], components["ofedDriver"]["version"]
+    )
+    assert found == streams
 
 
 def test_a_gpu_cluster_beside_the_cluster_policy_is_refused():
