@@ -68,11 +68,14 @@ NEWER_QOS = {"roce_ecn": True, "roce_pause_frames": False, "roce_cable_length": 
 
 def dry_run_templates(harness, plan) -> list[dict]:
     """The plan's NicConfigurationTemplates as the server would store them (strict field
-    validation), with their Namespace created first."""
+    validation), with their Namespace created first; under a name of their own, so that a
+    template a converge left does not conflict."""
     resources = dynamic.DynamicClient(harness)
     stored = []
     for obj in objects_filter(plan):
         if obj["kind"] in ("Namespace", "NicConfigurationTemplate"):
+            if obj["kind"] == "NicConfigurationTemplate":
+                obj = {**obj, "metadata": {**obj["metadata"], "name": "dry-run-template"}}
             kept = server_side_dry_run(resources, obj)
             if obj["kind"] == "NicConfigurationTemplate":
                 assert_kept(kept["spec"], obj["spec"], obj["metadata"]["name"])

@@ -293,7 +293,7 @@ def _foreign_nic_cluster_policy(custom) -> dict:
                 "ofedDriver": {
                     "image": "doca-driver",
                     "repository": "example.invalid/mine",
-                    "version": "1.0",
+                    "version": "doca3.3.0-26.01-1.0.0.0-0",
                 }
             },
         },

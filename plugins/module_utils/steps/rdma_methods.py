@@ -113,10 +113,12 @@ def _group_interfaces(view: dict, facts: Facts, nics) -> list[dict]:
     wanted = [rail["interface"] for rail in view["rails"]]
     who = which(view)
     link = "IB" if view["fabric"] == "infiniband" else "ETH"
-    # The selected nodes once NFD labels them; before that every node. A node state whose node
-    # has left the cluster is the operator's to delete, not a NIC to judge.
-    if nfd_labelled(facts):
-        names = {n["name"] for n in matching(view["node_selector"], facts.nodes)}
+    # The selected nodes once NFD labels them, or once the group's own labels select some (a
+    # node group's pool label is there before NFD runs); before that every node. A node state
+    # whose node has left the cluster is the operator's to delete, not a NIC to judge.
+    selected = {n["name"] for n in matching(view["node_selector"], facts.nodes)}
+    if nfd_labelled(facts) or selected:
+        names = selected
     else:
         names = {n["name"] for n in facts.nodes} or None
     found = []

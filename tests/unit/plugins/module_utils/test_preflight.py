@@ -975,3 +975,14 @@ def test_the_preflight_module_describes_every_check_of_the_table():
     assert len(names) == len(set(names))
     description = " ".join(yaml_load(module.DOCUMENTATION)["description"])
     assert [name for name in names if f"C({name})" not in description] == []
+
+
+def test_before_nfd_a_group_is_judged_on_the_nodes_its_own_labels_select():
+    """Fresh nodes NFD has not labelled yet: a group whose selector is its own pool label is
+    judged on its nodes, not on every node (whose NICs are another group's)."""
+    plan = plan_of("mixed-methods")
+    facts = healthy(plan)
+    for node in facts.nodes:
+        node["labels"] = {k: v for k, v in node["labels"].items() if k not in NFD}
+    findings, _checks = run(plan, facts)
+    assert [m for m in messages(findings, "error") if m.startswith("interfaces")] == []
