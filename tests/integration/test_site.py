@@ -17,7 +17,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as tab
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT, api_client, started
-from tests.integration.helpers import assert_kept
+from tests.integration.helpers import assert_kept, wait_for
 from tests.simulator.nodes import Hardware, Nic, register_nodes, remove_nodes
 from tests.unit.inventories import NAMES, inputs
 from tests.unit.test_rbac import resource_of
@@ -44,12 +44,15 @@ def recap(output: str) -> dict[str, int]:
 
 def nodes_for(harness, inventory: str) -> None:
     """Two fake nodes for each node group of the inventory, with the group's labels and the
-    NICs of its rails, without NFD labels (worker-0 and worker-1 with one group)."""
+    NICs of its rails, without NFD labels (worker-0 and worker-1 with one group); returns once
+    the simulated Machine Config Operator counts them in the worker pool, as a cluster's pool
+    counts its nodes long before anybody runs a playbook."""
     plan = build_plan(inputs(inventory))
     remove_nodes(harness)
+    registered = []
     for group in plan["groups"]:
         link_type = "ib" if group["fabric"] == "infiniband" else "eth"
-        register_nodes(
+        registered += register_nodes(
             harness,
             2,
             prefix=f"worker-{group['name']}" if group["name"] else "worker",
@@ -59,6 +62,24 @@ def nodes_for(harness, inventory: str) -> None:
                 nics=tuple(Nic(rail["interface"], link_type) for rail in group["rails"])
             ),
         )
+    wait_for(
+        lambda: _worker_machines(harness) in (None, len(registered)),
+        timeout=30,
+        what=f"the worker MachineConfigPool to count {len(registered)} machines",
+    )
+
+
+def _worker_machines(harness) -> int | None:
+    """The worker pool's machineCount (None without a pool: no Machine Config Operator)."""
+    try:
+        pool = client.CustomObjectsApi(harness).get_cluster_custom_object(
+            "machineconfiguration.openshift.io", "v1", "machineconfigpools", "worker"
+        )
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    return (pool.get("status") or {}).get("machineCount")
 
 
 def site(run_playbook, inventory: str, *extra: str, check: bool = True):
