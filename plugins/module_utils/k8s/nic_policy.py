@@ -93,7 +93,8 @@ def observe(cluster, gate: Gate) -> Observation:
         if str(ready.get("status")) == "True" and state == READY_STATE:
             return Observation(True, False, f"{where} ready (condition Ready True)", read)
         components = not_ready_components(policy)
-        seen = f"{where} status.state is {state!r}, condition Ready {ready.get('status')} " + (
+        seen = (
+            f"{where} status.state is {state!r}, condition Ready {ready.get('status')} "
             f"{ready.get('reason')}"
         )
         if components:

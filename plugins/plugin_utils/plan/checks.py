@@ -46,6 +46,12 @@ def _between(low: str, high: str | None) -> str:
     return f"of {low} or more" if high is None else f"from {low} to {high}"
 
 
+def minor_version(version: str) -> tuple[int, int]:
+    """(major, minor) of a release or OpenShift version: 26.7.0-1 -> (26, 7), 4.22 -> (4, 22)."""
+    major, minor = version.split("-", maxsplit=1)[0].split(".")[:2]
+    return int(major), int(minor)
+
+
 def check_integer(name: str, value: Any, low: int, high: int | None, why: str = "") -> int:
     """value as a whole number from low to high (no upper bound when high is None), or
     PlanError naming name."""

@@ -11,7 +11,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.nic_config
     NIC_TYPES,
 )
 
-from .checks import PlanError
+from .checks import PlanError, minor_version
 from .inputs import Inputs
 
 _DEVICE_ID = re.compile(r"^[0-9a-f]{4}$")
@@ -75,18 +75,13 @@ QOS_SINCE = (26, 7)
 NEWER_QOS = ("roce_ecn", "roce_pause_frames", "roce_cable_length")
 
 
-def _minor(release: str) -> tuple[int, int]:
-    major, minor = release.split("-")[0].split(".")[:2]
-    return int(major), int(minor)
-
-
 def _newer_qos(inputs: Inputs, network_release: str) -> dict:
     """ecn, pause_frames, cable_length: each None when unset; set, a Network Operator release
     whose templates take it."""
     # An AAP survey sends an empty answer for a setting left unset.
     found = {key: None if inputs[key] == "" else inputs.checked(key) for key in NEWER_QOS}
     for key, value in found.items():
-        if value is not None and _minor(network_release) < QOS_SINCE:
+        if value is not None and minor_version(network_release) < QOS_SINCE:
             raise PlanError(
                 inputs.name(key),
                 value,

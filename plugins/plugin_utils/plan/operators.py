@@ -15,7 +15,16 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
     NETWORK_OPERATOR_RELEASES,
 )
 
-from .checks import PlanError, choice, dns_label, dns_subdomain, known_keys, mapping, string
+from .checks import (
+    PlanError,
+    choice,
+    dns_label,
+    dns_subdomain,
+    known_keys,
+    mapping,
+    minor_version,
+    string,
+)
 from .inputs import OPTIONS, Inputs
 
 # The operators the steps install (steps/<step>.py declares each one's OLM defaults), by their
@@ -195,7 +204,7 @@ def _operator_support(title: str, known: dict, release: str) -> dict:
 
     def covers(data: dict, minor: str) -> bool:
         low, high = _release_range(data["openshift_versions"])
-        return _minor(low) <= _minor(minor) <= _minor(high)
+        return minor_version(low) <= minor_version(minor) <= minor_version(high)
 
     low, high = _release_range(known[release]["openshift_versions"])
     carried = {m: [r for r, data in known.items() if m in data["catalogs"]] for m in CATALOG_MINORS}
@@ -208,11 +217,6 @@ def _operator_support(title: str, known: dict, release: str) -> dict:
         "carried": carried,
         "covering": {m: [r for r in carried[m] if covers(known[r], m)] for m in CATALOG_MINORS},
     }
-
-
-def _minor(version: str) -> tuple[int, int]:
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
 
 
 def openshift_support(network_release: str, gpu_release: str) -> list[dict]:

@@ -263,20 +263,24 @@ def test_not_openshift():
     assert "4.17 to 4.22" in messages(findings, "error")[0]
 
 
-def test_unsupported_openshift_version_says_which_are():
-    plan = plan_of()
+def on_openshift(cluster_version: str, **overrides):
+    """The findings on a healthy cluster that runs cluster_version, for the plan of overrides."""
+    plan = plan_of(**overrides)
     facts = healthy(plan)
-    facts.cluster_version = "4.14.9"
-    findings, found = run(plan, facts)
+    facts.cluster_version = cluster_version
+    return run(plan, facts)
+
+
+def test_unsupported_openshift_version_says_which_are():
+    findings, found = on_openshift("4.14.9")
     error = messages(findings, "error")[0]
     assert "OpenShift 4.14.9 is not supported by gpudirect.rdma: it supports 4.17 to 4.22" in error
 
 
 def test_operator_release_range_is_a_warning():
-    plan = plan_of(network_operator_release="26.4.1", openshift_version="4.22")
-    facts = healthy(plan)
-    facts.cluster_version = "4.22.1"
-    findings, found = run(plan, facts)
+    findings, found = on_openshift(
+        "4.22.1", network_operator_release="26.4.1", openshift_version="4.22"
+    )
     assert messages(findings, "error") == []
     warning = " ".join(messages(findings, "warning"))
     assert "NVIDIA Network Operator 26.4.1: it supports 4.17 to 4.20" in warning
@@ -287,10 +291,9 @@ def test_operator_release_range_is_a_warning():
 def test_a_release_the_clusters_catalog_does_not_carry_is_refused_naming_those_it_does():
     # The certified catalog of OpenShift 4.22 carries Network Operator 26.4.1 and 26.7, not
     # 26.4.0 (reference/catalog-templates/v4.22).
-    plan = plan_of(network_operator_release="26.4.0", openshift_version="4.22")
-    facts = healthy(plan)
-    facts.cluster_version = "4.22.1"
-    findings, _found = run(plan, facts)
+    findings, _found = on_openshift(
+        "4.22.1", network_operator_release="26.4.0", openshift_version="4.22"
+    )
     (error,) = messages(findings, "error")
     assert error == (
         "openshift-version: NVIDIA Network Operator 26.4.0 is not in the certified catalog of "
@@ -300,10 +303,9 @@ def test_a_release_the_clusters_catalog_does_not_carry_is_refused_naming_those_i
 
 
 def test_a_minor_whose_catalog_was_not_read_is_judged_by_the_ranges_alone():
-    plan = plan_of(network_operator_release="26.4.0", openshift_version="4.17")
-    facts = healthy(plan)
-    facts.cluster_version = "4.17.30"
-    findings, _found = run(plan, facts)
+    findings, _found = on_openshift(
+        "4.17.30", network_operator_release="26.4.0", openshift_version="4.17"
+    )
     assert messages(findings, "error") == []
 
 
