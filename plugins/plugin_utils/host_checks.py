@@ -14,6 +14,10 @@ Checks, per tested node (each finding names the node and, where it is a rail's, 
 - gpu-driver: DMA-BUF needs the GPU's open kernel modules: failure with the proprietary ones
   when the plan registers GPU memory by DMA-BUF.
 - peermem: the peermem mode needs nvidia_peermem loaded: failure when it is absent.
+- rdma-isolation: a container that asked for a GPU and no RDMA resource (the test pods' init
+  container) finds ibverbs devices in /dev/infiniband: the GPU stack puts every NIC into every
+  GPU pod (GPU Operator 26.3.0 to 26.3.2, gpu-operator #2525). Failure where a group's devices
+  are each one pod's (host device, SR-IOV legacy), warning with the shared device plugin.
 - link: a rail's port not ACTIVE: failure.
 - mtu: a rail's interface MTU below the plan's gpudirect_rdma_mtu: warning (shared device and
   SR-IOV, where the collection sets that MTU on the MacvlanNetwork or the VFs; with host device
@@ -183,9 +187,55 @@ def _iommu(node: str, found: dict) -> dict:
     )
 
 
+def _isolation(node: str, found: dict, method: str) -> list[dict]:
+    """The rdma-isolation check (see the module's docstring); nothing where the pod had no
+    init container to look (ROLE=facts)."""
+    if "rdma-isolation" not in found:
+        return []
+    seen = found["rdma-isolation"][0]
+    if seen == "none":
+        return [
+            _finding(
+                node,
+                "rdma-isolation",
+                "ok",
+                "a container with a GPU and no RDMA resource has no /dev/infiniband",
+            )
+        ]
+    if seen == "unknown":
+        return [
+            _finding(
+                node,
+                "rdma-isolation",
+                "unknown",
+                "the test container could not read what the init container found in "
+                "/dev/infiniband",
+            )
+        ]
+    exclusive = method != "shared_device"
+    return [
+        _finding(
+            node,
+            "rdma-isolation",
+            "failure" if exclusive else "warning",
+            f"a container with a GPU and no RDMA resource sees /dev/infiniband ({seen}): every "
+            "GPU pod reaches the node's NICs without asking for them"
+            + (
+                f", and with {method} each of those devices belongs to one pod" if exclusive else ""
+            ),
+            "GPU Operator 26.3.0 to 26.3.2 do this (MOFED_ENABLED and GDS_ENABLED on by "
+            "default, gpu-operator #2525): upgrade to 26.3.3 or later "
+            "(gpudirect_rdma_gpu_operator_release); otherwise look for a container runtime hook "
+            "or a device plugin that mounts /dev/infiniband into every container",
+            LOCAL_DOC,
+        )
+    ]
+
+
 def _node_checks(node: str, found: dict, plan: dict) -> list[dict]:
     results = []
     results.append(_iommu(node, found))
+    results += _isolation(node, found, plan["method"])
     driver = (found.get("gpu-driver") or ["unknown"])[0]
     memory = plan["gpu"]["memory"]
     if driver == "unknown" or driver_flavour(driver) is None:

@@ -15,16 +15,31 @@
 # PCIe bridge between them (lspci; unknown where lspci is missing or may not read the
 # capability).
 #
-# Environment: ROLE (server|client|facts), RAILS (how many), GPU_MEMORY (dmabuf|peermem), SIZE,
-# QPS, DURATION, PORT (rail N listens on PORT+N), SERVER_IPS (client only: one address per rail,
-# comma-separated), PERFTEST (the ib_write_bw binary), SYSFS (default /sys), PROC (default
-# /proc). ROLE=facts prints the facts, the matrix and the pairing of every RDMA device of the
-# node, and runs no traffic (what make test-gpu runs on a GPU machine).
+# Environment: ROLE (server|client|facts|isolation), RAILS (how many), GPU_MEMORY
+# (dmabuf|peermem), SIZE, QPS, DURATION, PORT (rail N listens on PORT+N), SERVER_IPS (client
+# only: one address per rail, comma-separated), PERFTEST (the ib_write_bw binary), SYSFS (default
+# /sys), PROC (default /proc), ISOLATION_FILE (what the init container found, printed as a fact;
+# see ROLE=isolation). ROLE=facts prints the facts, the matrix and the pairing of every RDMA
+# device of the node, and runs no traffic (what make test-gpu runs on a GPU machine).
 set -euo pipefail
 SYSFS="${SYSFS:-/sys}"
 PROC="${PROC:-/proc}"
 RAILS="${RAILS:-1}"
 say() { echo "gpudirect-rdma-verify: $*"; }
+
+# ROLE=isolation, the pod's init container, asks for a GPU and no RDMA resource: what it finds in
+# /dev/infiniband (DEV, default /dev) goes to ISOLATION_FILE, for the test container to print
+# as the rdma-isolation fact. "none" is right: only an RDMA resource should bring those devices.
+if [ "${ROLE:-}" = isolation ]; then
+  seen=""
+  if [ -d "${DEV:-/dev}/infiniband" ]; then
+    seen="$(ls -A "${DEV:-/dev}/infiniband")"
+    seen="${seen//$'\n'/ }"
+  fi
+  echo "${seen:-none}" >"${ISOLATION_FILE}"
+  say "rdma-isolation: /dev/infiniband of a container with a GPU and no RDMA resource: ${seen:-none}"
+  exit 0
+fi
 
 # Sets address, device, gid_index and link_layer for the interface $1, or exits.
 find_device() {
@@ -264,6 +279,9 @@ if [ -d "${SYSFS}/module/nvidia_peermem" ]; then
   say "fact peermem loaded"
 else
   say "fact peermem absent"
+fi
+if [ -n "${ISOLATION_FILE:-}" ]; then
+  say "fact rdma-isolation $(cat "${ISOLATION_FILE}" 2>/dev/null || echo unknown)"
 fi
 
 ports=()

@@ -184,8 +184,13 @@ def test_a_failed_bandwidth_test_leaves_its_pods_logs_and_statuses(
     logs = {path: text for path, text in files.items() if path.startswith("logs/")}
     assert sorted(logs) == [
         "logs/default/gpudirect-rdma-verify-client/perftest.log",
+        "logs/default/gpudirect-rdma-verify-client/rdma-isolation.log",
         "logs/default/gpudirect-rdma-verify-server/perftest.log",
+        "logs/default/gpudirect-rdma-verify-server/rdma-isolation.log",
     ]
+    assert logs["logs/default/gpudirect-rdma-verify-client/rdma-isolation.log"].endswith(
+        "no RDMA resource: none\n"
+    )
     assert "42.50" in logs["logs/default/gpudirect-rdma-verify-client/perftest.log"]
     assert summary["unreadable"] == []
 

@@ -166,6 +166,36 @@ def test_a_pair_without_gpu_memory_fails(shared_device_roce, run_playbook, core,
     assert verify_pods_left(core) == []
 
 
+def test_a_gpu_pod_that_sees_the_nics_without_asking_is_reported(
+    shared_device_roce, run_playbook, core, knobs, tmp_path
+):
+    """The simulator plays GPU Operator 26.3.0 to 26.3.2 (every ibverbs device in every GPU
+    container): the test pods' init container, with a GPU and no RDMA resource, sees them. With
+    the shared device plugin that is a warning; the run still passes."""
+    result = verify(run_playbook, "shared-device-roce", tmp_path)
+    report = json.loads((tmp_path / "verify-report.json").read_text())
+    assert {
+        (f["node"], f["status"]) for f in report["host_checks"] if f["check"] == "rdma-isolation"
+    } == {("worker-0", "ok"), ("worker-1", "ok")}
+    knobs({"gpu_operator": {"ibverbs_in_gpu_pods": True}})
+    result = verify(run_playbook, "shared-device-roce", tmp_path)
+    assert recap(result.stdout)["failed"] == 0
+    report = json.loads((tmp_path / "verify-report.json").read_text())
+    assert report["passed"] is True
+    found = [f for f in report["host_checks"] if f["check"] == "rdma-isolation"]
+    assert {(f["node"], f["status"]) for f in found} == {
+        ("worker-0", "warning"),
+        ("worker-1", "warning"),
+    }
+    assert found[0]["detail"].startswith(
+        "a container with a GPU and no RDMA resource sees /dev/infiniband (rdma_cm uverbs0)"
+    )
+    assert "host worker-1 rdma-isolation warning: a container with a GPU" in " ".join(
+        result.stdout.split()
+    )
+    assert verify_pods_left(core) == []
+
+
 def test_a_client_that_cannot_connect_fails_with_perftests_hint(
     shared_device_roce, run_playbook, core, knobs, tmp_path
 ):

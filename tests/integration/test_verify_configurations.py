@@ -54,6 +54,7 @@ def test_every_configuration_passes_on_topology_correct_pairs(
     assert {f["status"] for f in report["host_checks"]} == {"ok"}, [
         f for f in report["host_checks"] if f["status"] != "ok"
     ]
+    assert {f["check"] for f in report["host_checks"]} >= {"rdma-isolation", "iommu", "link"}
     fabric = plan["groups"][0]["fabric"]
     for settings in report["nccl_settings"]:
         assert settings["published"] is True

@@ -41,14 +41,14 @@ def test_eight_rails_eight_pairs(run_playbook, harness, core, tmp_path):
     suite, host, nccl = list(junitparser.JUnitXml.fromfile(str(tmp_path / "verify-report.xml")))
     assert (suite.tests, suite.failures) == (8, 0)
     assert (nccl.tests, nccl.failures) == (1, 0)
-    assert (host.tests, host.failures) == (2 * (2 + 3 * 8), 0)
+    assert (host.tests, host.failures) == (2 * (3 + 3 * 8), 0), "per node 3 checks, 3 per rail"
     report_checks = json.loads((tmp_path / "verify-report.json").read_text())["host_checks"]
     assert {f["status"] for f in report_checks} == {"ok"}, "MTU 9000 on every rail, no ACS"
     assert [c.name for c in suite][7] == "rail 7 worker-0 -> worker-1"
     dom, picture, log = open_page(tmp_path / "verify-report.html", "verify-report-hgx.png")
     assert page_errors(log) == []
     assert dom.count("<rect") == 8
-    assert dom.count("<tr") == (1 + 1) + (1 + 8) + (1 + 2 * (2 + 3 * 8)) + (1 + 1), (
+    assert dom.count("<tr") == (1 + 1) + (1 + 8) + (1 + 2 * (3 + 3 * 8)) + (1 + 1), (
         "the run's node groups, pairs, host checks, NCCL runs"
     )
     assert "GPU 7 (00000000:88:00.0) PIX to mlx5_7" in dom

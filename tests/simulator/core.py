@@ -50,8 +50,9 @@ DEFAULT_KNOBS: dict = {
     },
     # NicNodePolicies named here keep their state-OFED notReady (the DOCA driver pod not ready).
     "nic_node_policies": {"not_ready": []},
-    # ClusterPolicy status.state stays notReady (or flaps, as above).
-    "gpu_operator": {"never_ready": False, "flap_seconds": 0},
+    # ClusterPolicy status.state stays notReady (or flaps, as above); ibverbs_in_gpu_pods: every
+    # container with a GPU gets the node's /dev/infiniband devices (GPU Operator 26.3.0 to 26.3.2).
+    "gpu_operator": {"never_ready": False, "flap_seconds": 0, "ibverbs_in_gpu_pods": False},
     # SriovNetworkNodeStates with a policy report syncStatus Failed.
     "sriov": {"failing": False},
     # The bandwidth test's output: average Gb/s; gpu_memory as_requested (DMA-BUF or peermem

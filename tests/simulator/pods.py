@@ -115,25 +115,59 @@ def _env(pod: dict) -> dict:
     return {e["name"]: e.get("value", "") for e in containers[0].get("env") or []}
 
 
-def _pod_status(pod: dict, phase: str, state: dict, stamp: str, **extra) -> dict:
-    """The status patch of a pod with one container in state (running or terminated)."""
+def _container_status(container: dict, state: dict, ready: bool = False) -> dict:
+    return {
+        "name": container["name"],
+        "ready": ready,
+        "restartCount": 0,
+        "image": container["image"],
+        "imageID": "",
+        "state": state,
+    }
+
+
+def _terminated(code: int, stamp: str) -> dict:
+    return {
+        "terminated": {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": stamp,
+            "finishedAt": stamp,
+        }
+    }
+
+
+def _pod_status(
+    pod: dict, phase: str, state: dict, stamp: str, init_codes: dict | None = None, **extra
+) -> dict:
+    """The status patch of a pod with one container in state (running, terminated, or waiting
+    when an init container failed); its init containers completed, or ended with init_codes'
+    exit codes, by name."""
     running = phase == "Running"
     container = pod["spec"]["containers"][0]
+    inits = pod["spec"].get("initContainers") or []
+    codes = {init["name"]: 0 for init in inits} if init_codes is None else init_codes
     return {
         "status": {
             "phase": phase,
             **extra,
             "conditions": [{"type": "Ready", "status": str(running), "lastTransitionTime": stamp}],
-            "containerStatuses": [
+            **(
                 {
-                    "name": container["name"],
-                    "ready": running,
-                    "restartCount": 0,
-                    "image": container["image"],
-                    "imageID": "",
-                    "state": state,
+                    "initContainerStatuses": [
+                        _container_status(
+                            init,
+                            _terminated(codes[init["name"]], stamp)
+                            if init["name"] in codes
+                            else {"waiting": {"reason": "PodInitializing"}},
+                        )
+                        for init in inits
+                    ]
                 }
-            ],
+                if inits
+                else {}
+            ),
+            "containerStatuses": [_container_status(container, state, running)],
         }
     }
 
@@ -401,7 +435,7 @@ class Pods:
             "gid_index": 3,
             "knobs": world.knobs.get("nccl", {}),
         }
-        output, code = run_pod_script(
+        ran = run_pod_script(
             pod,
             hardware_of(nodes[pod["spec"]["nodeName"]]),
             [],
@@ -410,31 +444,28 @@ class Pods:
             nccl=nccl,
             peermem=peermem,
         )
-        self._end(world, pod, output, code)
+        self._end(world, pod, ran)
 
-    def _end(self, world: World, pod: dict, output: str, code: int) -> None:
-        """End the pod with the script's exit code; the kubelet's log endpoint serves what it
-        printed."""
+    def _end(self, world: World, pod: dict, ran: dict[str, tuple[str, int]]) -> None:
+        """End the pod with its containers' exit codes (testbed.run_pod_script); the kubelet's
+        log endpoint serves what each printed."""
         metadata = pod["metadata"]
-        container = pod["spec"]["containers"][0]["name"]
-        self.logs.logs[(metadata["namespace"], metadata["name"], container)] = output
-        succeeded = code == 0
+        for name, (output, _code) in ran.items():
+            self.logs.logs[(metadata["namespace"], metadata["name"], name)] = output
+        main = pod["spec"]["containers"][0]["name"]
+        failed = any(code != 0 for _output, code in ran.values())
         stamp = now()
         world.core.patch_namespaced_pod_status(
             metadata["name"],
             metadata["namespace"],
             _pod_status(
                 pod,
-                "Succeeded" if succeeded else "Failed",
-                {
-                    "terminated": {
-                        "exitCode": code,
-                        "reason": "Completed" if succeeded else "Error",
-                        "startedAt": stamp,
-                        "finishedAt": stamp,
-                    }
-                },
+                "Failed" if failed else "Succeeded",
+                _terminated(ran[main][1], stamp)
+                if main in ran
+                else {"waiting": {"reason": "PodInitializing"}},
                 stamp,
+                init_codes={name: code for name, (_output, code) in ran.items() if name != main},
             ),
         )
 
@@ -457,12 +488,13 @@ class Pods:
             for n in range(1, int(env.get("RAILS", "1")) + 1)
         ]
         node_index = sum(node["metadata"]["name"].encode()) % 256
-        output, code = run_pod_script(
+        ran = run_pod_script(
             pod,
             hardware_of(node),
             rails,
             world.knobs.get("perftest", {}),
             node_index,
             peermem=self._peermem(world),
+            ibverbs_in_gpu_pods=bool(world.knobs["gpu_operator"].get("ibverbs_in_gpu_pods")),
         )
-        self._end(world, pod, output, code)
+        self._end(world, pod, ran)

@@ -25,7 +25,12 @@ node and the pod. Only what the script reads of the machine is made up:
 - `ib_write_bw`, printing output shaped like the captured runs (perftest_standin.py) for the
   device, GID index and GPU memory mode the script passed, with the perftest knobs;
 - `ssh` and `mpirun` for the NCCL test's launcher (nccl_standin.py), and the mounted Secret's
-  files (its SSH key).
+  files (its SSH key);
+- per container a /dev (DEV) whose infiniband folder holds a uverbs device per rail and rdma_cm
+  when the container asked for an RDMA resource (what the device plugins give), and in every
+  container with a GPU when the gpu_operator knob ibverbs_in_gpu_pods plays GPU Operator 26.3.0
+  to 26.3.2 (MOFED_ENABLED on by default, gpu-operator #2525); the pod's init containers run
+  first, sharing the emptyDir the test pods use (their ISOLATION_FILE).
 
 So the integration tests run the script the collection ships, its device, GID and GPU choice
 included; what they cannot run is the RDMA traffic itself.
@@ -263,74 +268,116 @@ def run_pod_script(
     peermem: bool = False,
     keys: dict[str, str] | None = None,
     nccl: dict | None = None,
-) -> tuple[str, int]:
-    """Run the pod's container command on the fake node; its output (stdout and stderr, as the
-    kubelet keeps them) and exit code. rails: per attached network its address and MTU;
-    peermem: nvidia_peermem is loaded (the ClusterPolicy's driver.rdma.enabled); keys: the
-    mounted Secret's files (the NCCL test's SSH key), at the pod's KEYS; nccl: what the ssh and
-    mpirun stand-ins know of the cluster (nccl_standin.py)."""
-    container = pod["spec"]["containers"][0]
-    env = {e["name"]: e.get("value", "") for e in container.get("env") or []}
-    limits = (container.get("resources") or {}).get("limits") or {}
-    visible = int(limits.get("nvidia.com/gpu", "0") or 0)
+    ibverbs_in_gpu_pods: bool = False,
+) -> dict[str, tuple[str, int]]:
+    """Run the pod's init containers, then its container command, on the fake node, as the
+    kubelet does (a failing init container ends the pod); each container that ran, in order,
+    by name: its output (stdout and stderr, as the kubelet keeps them) and exit code.
+
+    rails: per attached network its address and MTU; peermem: nvidia_peermem is loaded (the
+    ClusterPolicy's driver.rdma.enabled); keys: the mounted Secret's files (the NCCL test's SSH
+    key), at the pod's KEYS; nccl: what the ssh and mpirun stand-ins know of the cluster
+    (nccl_standin.py); ibverbs_in_gpu_pods: every container with a GPU gets every rail's
+    /dev/infiniband device, as GPU Operator 26.3.0 to 26.3.2 did."""
     with tempfile.TemporaryDirectory(prefix="gpudirect-rdma-pod-") as folder:
         root = Path(folder)
         _fake_node(root, hardware, rails, node_index)
         if peermem:
             (root / "sys" / "module" / "nvidia_peermem").mkdir(parents=True)
-        stubs = root / "bin"
-        cases = "".join(
-            f'  net{n}) echo "{n + 2}: net{n}    inet {r["address"]}/24 scope global net{n}";;\n'
-            for n, r in enumerate(rails, start=1)
-        )
-        _executable(stubs / "ip", f'case "$6" in\n{cases}esac\n')
-        _executable(stubs / "lspci", _lspci(bool(hardware.get("acs"))))
-        # An unprivileged pod may not read the kernel's ring buffer.
-        _executable(
-            stubs / "dmesg",
-            'echo "dmesg: read kernel buffer failed: Operation not permitted" >&2\nexit 1\n',
-        )
-        if visible:
-            _write(root / "topo.txt", topology_matrix(hardware, visible))
-            gpus = min(visible, int(hardware.get("gpus", 8)))
-            _write(root / "query.txt", "".join(f"{g}, {gpu_bus(g)}\n" for g in range(gpus)))
-            _executable(
-                stubs / "nvidia-smi",
-                f'if [ "$1" = topo ]; then cat {root}/topo.txt; else cat {root}/query.txt; fi\n',
-            )
-        _executable(
-            stubs / "ib_write_bw",
-            f'exec {sys.executable} -m tests.simulator.perftest_standin "$@"\n',
-        )
-        for command in ("ssh", "mpirun"):
-            _executable(
-                stubs / command,
-                f'exec {sys.executable} -m tests.simulator.nccl_standin {command} "$@"\n',
-            )
         mounted = root / "keys"
         for name, text in (keys or {}).items():
             _write(mounted / name, text)
-        result = subprocess.run(
-            list(container["command"]),
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-            env={
-                **env,
-                "PATH": f"{stubs}:/usr/bin:/bin",
-                "SYSFS": str(root / "sys"),
-                "PROC": str(root / "proc"),
-                # The image's ib_write_bw path, here the stand-in.
-                "PERFTEST": str(stubs / "ib_write_bw"),
-                "TMPDIR": str(root),
-                "PYTHONPATH": str(REPO_ROOT),
-                "SIMULATED_PERFTEST": json.dumps(knobs),
-                "SIMULATED_NCCL": json.dumps(nccl or {}),
-                # The Secret's mount (the pod's KEYS), here a folder of the fake node.
-                **({"KEYS": str(mounted)} if "KEYS" in env else {}),
-                "HOME": str(root),
-                "LANG": os.environ.get("LANG", "C.UTF-8"),
-            },
+        (root / "isolation").mkdir()
+        ran = {}
+        for container in [*(pod["spec"].get("initContainers") or []), pod["spec"]["containers"][0]]:
+            ran[container["name"]] = _run_container(
+                container, root, hardware, rails, knobs, nccl, ibverbs_in_gpu_pods
+            )
+            if ran[container["name"]][1] != 0:
+                break
+        return ran
+
+
+def _run_container(
+    container: dict,
+    root: Path,
+    hardware: dict,
+    rails: list[dict],
+    knobs: dict,
+    nccl: dict | None,
+    ibverbs_in_gpu_pods: bool,
+) -> tuple[str, int]:
+    """One container of the pod on the fake node under root: its own stubs (nvidia-smi answers
+    for the GPUs it asked for) and /dev (DEV: /dev/infiniband holds a uverbs device per rail
+    when it asked for an RDMA resource, or a GPU while ibverbs_in_gpu_pods)."""
+    name = container["name"]
+    env = {e["name"]: e.get("value", "") for e in container.get("env") or []}
+    limits = (container.get("resources") or {}).get("limits") or {}
+    visible = int(limits.get("nvidia.com/gpu", "0") or 0)
+    rdma = any(key != "nvidia.com/gpu" and "/" in key for key in limits)
+    dev = root / "dev" / name
+    dev.mkdir(parents=True)
+    if rdma or (visible and ibverbs_in_gpu_pods):
+        for n in range(len(rails)):
+            _write(dev / "infiniband" / f"uverbs{n}", "")
+        _write(dev / "infiniband" / "rdma_cm", "")
+    stubs = root / "bin" / name
+    cases = "".join(
+        f'  net{n}) echo "{n + 2}: net{n}    inet {r["address"]}/24 scope global net{n}";;\n'
+        for n, r in enumerate(rails, start=1)
+    )
+    _executable(stubs / "ip", f'case "$6" in\n{cases}esac\n')
+    _executable(stubs / "lspci", _lspci(bool(hardware.get("acs"))))
+    # An unprivileged pod may not read the kernel's ring buffer.
+    _executable(
+        stubs / "dmesg",
+        'echo "dmesg: read kernel buffer failed: Operation not permitted" >&2\nexit 1\n',
+    )
+    if visible:
+        gpus = min(visible, int(hardware.get("gpus", 8)))
+        _write(stubs / "topo.txt", topology_matrix(hardware, visible))
+        _write(stubs / "query.txt", "".join(f"{g}, {gpu_bus(g)}\n" for g in range(gpus)))
+        _executable(
+            stubs / "nvidia-smi",
+            f'if [ "$1" = topo ]; then cat {stubs}/topo.txt; else cat {stubs}/query.txt; fi\n',
         )
+    _executable(
+        stubs / "ib_write_bw",
+        f'exec {sys.executable} -m tests.simulator.perftest_standin "$@"\n',
+    )
+    for command in ("ssh", "mpirun"):
+        _executable(
+            stubs / command,
+            f'exec {sys.executable} -m tests.simulator.nccl_standin {command} "$@"\n',
+        )
+    result = subprocess.run(
+        list(container["command"]),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={
+            **env,
+            "PATH": f"{stubs}:/usr/bin:/bin",
+            "SYSFS": str(root / "sys"),
+            "PROC": str(root / "proc"),
+            "DEV": str(dev),
+            # The image's ib_write_bw path, here the stand-in.
+            "PERFTEST": str(stubs / "ib_write_bw"),
+            "TMPDIR": str(root),
+            "PYTHONPATH": str(REPO_ROOT),
+            "SIMULATED_PERFTEST": json.dumps(knobs),
+            "SIMULATED_NCCL": json.dumps(nccl or {}),
+            # The Secret's mount (the pod's KEYS), here a folder of the fake node.
+            **({"KEYS": str(root / "keys")} if "KEYS" in env else {}),
+            # The emptyDir the init container and the test container share.
+            **(
+                {"ISOLATION_FILE": str(root / "isolation" / "seen")}
+                if "ISOLATION_FILE" in env
+                else {}
+            ),
+            "HOME": str(root),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+        },
+    )
     return result.stdout + result.stderr, result.returncode

@@ -1,7 +1,12 @@
 """The bandwidth test's pods: a server pod and a client pod per node group, each holding a whole
 node's worth of the test (the GPUs it may choose from, one of each rail's RDMA resource, every
 rail's network: net1 is rail 0's, net2 rail 1's, ...; IPC_LOCK), running verify_test.sh (in
-plugins/plugin_utils); the servers' addresses for the client; the nodes that can run them."""
+plugins/plugin_utils); the servers' addresses for the client; the nodes that can run them.
+
+Each pod first runs an init container that asks for one GPU and no RDMA resource and notes what
+it finds in /dev/infiniband (none, where the device plugins alone decide): the host checks'
+rdma-isolation, which catches a GPU Operator that puts every ibverbs device into GPU pods
+(26.3.0 to 26.3.2, gpu-operator #2525)."""
 
 from __future__ import annotations
 
@@ -24,6 +29,10 @@ NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
 
 SCRIPT = (Path(__file__).parents[1] / "verify_test.sh").read_text()
+
+# The init container's finding reaches the test container through this file of an emptyDir.
+ISOLATION_VOLUME = "rdma-isolation"
+ISOLATION_FILE = "/var/run/gpudirect-rdma/rdma-isolation/seen"
 
 
 def group_view(plan: dict, name: str | None) -> dict:
@@ -79,6 +88,8 @@ def bandwidth_pod(
         env["SERVER_IPS"] = ",".join(server_addresses or [])
     resources = {"nvidia.com/gpu": str(gpus)}
     resources.update({rail["node_resource"]: "1" for rail in view["rails"]})
+    isolation_mount = {"name": ISOLATION_VOLUME, "mountPath": ISOLATION_FILE.rsplit("/", 1)[0]}
+    gpu_only = {"nvidia.com/gpu": "1"}
     return new_object(
         "v1",
         "Pod",
@@ -90,14 +101,32 @@ def bandwidth_pod(
         spec={
             "nodeName": node,
             "restartPolicy": "Never",
+            "volumes": [{"name": ISOLATION_VOLUME, "emptyDir": {}}],
+            "initContainers": [
+                {
+                    "name": ISOLATION_VOLUME,
+                    "image": settings["image"],
+                    "command": ["/bin/bash", "-c", SCRIPT],
+                    "env": [
+                        {"name": "ROLE", "value": "isolation"},
+                        {"name": "ISOLATION_FILE", "value": ISOLATION_FILE},
+                    ],
+                    "resources": {"limits": dict(gpu_only), "requests": dict(gpu_only)},
+                    "volumeMounts": [dict(isolation_mount)],
+                }
+            ],
             "containers": [
                 {
                     "name": "perftest",
                     "image": settings["image"],
                     "command": ["/bin/bash", "-c", SCRIPT],
-                    "env": [{"name": k, "value": v} for k, v in env.items()],
+                    "env": [
+                        {"name": k, "value": v}
+                        for k, v in {**env, "ISOLATION_FILE": ISOLATION_FILE}.items()
+                    ],
                     "resources": {"limits": dict(resources), "requests": dict(resources)},
                     "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                    "volumeMounts": [dict(isolation_mount)],
                 }
             ],
         },

@@ -130,7 +130,7 @@ def test_junit_of_node_groups_names_the_group_in_the_class(tmp_path):
     pairs, host = list(xml)
     cases = list(pairs)
     assert len(cases) == 12 and all(c.is_passed for c in cases)
-    assert host.tests == 2 * (2 + 3 * 4) + 2 * (2 + 3 * 8), "per node: 2 checks and 3 per rail"
+    assert host.tests == 2 * (3 + 3 * 4) + 2 * (3 + 3 * 8), "per node: 3 checks and 3 per rail"
     assert cases[0].classname == "gpudirect.rdma.bandwidth.a100"
     assert cases[-1].name == "group h100 rail 7 h0 -> h1"
 
@@ -166,7 +166,7 @@ def test_the_page_is_self_contained_with_the_pairs_a_chart_and_the_findings():
     assert page.fetches == [], "a page opened without network fetches nothing"
     assert page_text.startswith("<!DOCTYPE html>")
     assert "<title>HGX rack 7</title>" in page_text
-    assert page.rows == 1 + 1 + 1 + 8 + 1 + 52, (
+    assert page.rows == 1 + 1 + 1 + 8 + 1 + 54, (
         "the run's node groups, the pairs, then host checks: a header and a row each"
     )
     assert page.bars == 8, "a bar per pair"
@@ -175,7 +175,7 @@ def test_the_page_is_self_contained_with_the_pairs_a_chart_and_the_findings():
     assert "GPU 0 (00000000:18:00.0) NODE to mlx5_0" in page_text
     assert "8 of 8 pair(s) passed" in page_text and "cross-switch pairs allowed" in page_text
     assert '<ul class="warnings"><li>client: GPU 0' in page_text
-    assert "<h2>Host checks</h2><p>52 of 52 passed.</p>" in page_text
+    assert "<h2>Host checks</h2><p>54 of 54 passed.</p>" in page_text
     assert page.links == [], "checks that passed need no reading"
 
 
@@ -193,7 +193,7 @@ def test_junit_has_a_case_per_host_check_and_fails_the_failed_ones(tmp_path):
     )
     pairs, host = list(xml)
     assert (pairs.tests, pairs.failures) == (8, 0)
-    assert (host.tests, host.failures) == (52, 1)
+    assert (host.tests, host.failures) == (54, 1)
     (failed,) = [c for c in host if not c.is_passed]
     assert (failed.classname, failed.name) == ("gpudirect.rdma.host.acs", "worker-1 acs rail 2")
     assert "ECAP_ACS+0x6.w=0000" in failed.result[0].text

@@ -62,6 +62,7 @@ def pod_log(
         "gpudirect-rdma-verify: fact gpu-driver NVRM version: NVIDIA UNIX Open Kernel Module for "
         "x86_64  570.124.06  Release Build",
         f"gpudirect-rdma-verify: fact peermem {peermem}",
+        "gpudirect-rdma-verify: fact rdma-isolation none",
     ]
     chosen, parsed = [None] * len(rails), None
     if topology is not None:
@@ -138,6 +139,21 @@ def test_one_pod_per_side_asks_for_the_gpus_and_every_rails_resource_and_network
         assert env["GPU_MEMORY"] == plan["gpu"]["memory"]
         assert env["RAILS"] == str(len(rails))
         assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+        # First a container with one GPU and no RDMA resource looks at /dev/infiniband, and
+        # leaves what it found for the test container in the volume both mount.
+        (init,) = pod["spec"]["initContainers"]
+        assert (
+            init["resources"]["limits"] == init["resources"]["requests"] == {"nvidia.com/gpu": "1"}
+        )
+        init_env = {e["name"]: e["value"] for e in init["env"]}
+        assert init_env["ROLE"] == "isolation"
+        assert init["command"] == container["command"]
+        assert init["volumeMounts"] == container["volumeMounts"]
+        (volume,) = pod["spec"]["volumes"]
+        assert (volume["name"], volume["emptyDir"]) == (init["volumeMounts"][0]["name"], {})
+        shared_file = init_env["ISOLATION_FILE"]
+        assert shared_file.startswith(init["volumeMounts"][0]["mountPath"] + "/")
+        assert env["ISOLATION_FILE"] == shared_file
     client_env = {e["name"]: e["value"] for e in clients[0]["spec"]["containers"][0]["env"]}
     assert client_env["SERVER_IPS"] == ",".join(addresses)
     assert "SERVER_IPS" not in {e["name"] for e in servers[0]["spec"]["containers"][0]["env"]}
@@ -212,7 +228,7 @@ def test_a_good_run_passes_with_its_numbers():
     assert "GPU0 PIX" in result["table"][1]
     assert (pair["floor_gbps"], pair["floor"]) == (150, "verify_min_gbps")
     assert result["table"][2:4] == ["", "floor 150 Gb/s: verify_min_gbps (rail 0)"]
-    assert result["table"][4:6] == ["", "host checks: 10 of 10 passed"], "no problem lines"
+    assert result["table"][4:6] == ["", "host checks: 12 of 12 passed"], "no problem lines"
     assert result["table"][6:9] == [
         "",
         "NCCL settings, ConfigMap default/gpudirect-rdma-nccl",
@@ -776,3 +792,52 @@ def test_a_pod_that_printed_no_facts_is_said_to_be_unchecked():
     logs["gpudirect-rdma-verify-client"] = ""
     result = judge(logs, plan, 100)
     assert findings_of(result, "worker-1", "facts")[0]["status"] == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("inventory", "status"),
+    [
+        ("shared-device-roce", "warning"),
+        ("host-device-roce", "failure"),
+        ("sriov-legacy-roce", "failure"),
+    ],
+)
+def test_a_gpu_container_that_sees_ibverbs_devices_it_did_not_ask_for_is_reported(
+    inventory, status
+):
+    """GPU Operator 26.3.0 to 26.3.2 put every ibverbs device into every GPU pod: with devices
+    that are each one pod's (host device, SR-IOV) that fails the run, with shared ones it warns."""
+    plan = build_plan(inputs(inventory))
+    logs = run()
+    assert findings_of(judge(logs, plan, 100), "worker-1", "rdma-isolation")[0]["status"] == "ok"
+    logs["gpudirect-rdma-verify-client"] = with_fact(
+        logs["gpudirect-rdma-verify-client"], "rdma-isolation", "rdma_cm uverbs0 uverbs1"
+    )
+    result = judge(logs, plan, 100)
+    (finding,) = findings_of(result, "worker-1", "rdma-isolation")
+    assert finding["status"] == status
+    assert result["passed"] is (status != "failure")
+    assert finding["detail"].startswith(
+        "a container with a GPU and no RDMA resource sees /dev/infiniband (rdma_cm uverbs0 "
+        "uverbs1): every GPU pod reaches the node's NICs"
+    )
+    assert "26.3.3 or later" in finding["fix"] and "#2525" in finding["fix"]
+    assert findings_of(result, "worker-0", "rdma-isolation")[0]["status"] == "ok"
+    logs["gpudirect-rdma-verify-client"] = with_fact(
+        logs["gpudirect-rdma-verify-client"], "rdma-isolation", "unknown"
+    )
+    (unread,) = findings_of(judge(logs, plan, 100), "worker-1", "rdma-isolation")
+    assert unread["status"] == "unknown"
+
+
+def test_a_pod_without_the_isolation_look_gets_no_isolation_finding():
+    """ROLE=facts (make test-gpu) runs without the init container: nothing to judge, and no
+    finding claims otherwise."""
+    plan = build_plan(inputs("shared-device-roce"))
+    logs = run()
+    logs["gpudirect-rdma-verify-server"] = "\n".join(
+        line
+        for line in logs["gpudirect-rdma-verify-server"].splitlines()
+        if "fact rdma-isolation" not in line
+    )
+    assert findings_of(judge(logs, plan, 100), "worker-0", "rdma-isolation") == []

@@ -513,3 +513,49 @@ def test_the_report_judges_the_gpu_the_pod_used_on_every_matrix(pod, name):
         assert pair["server_gpu"]["gpu"] == used == wanted["gpu"], (name, device)
         assert pair["server_gpu"]["relation"] == wanted["relation"], (name, device)
         assert "disagreement" not in pair["server_gpu"], pair["server_gpu"]
+
+
+@pytest.mark.parametrize(
+    ("devices", "fact"),
+    [([], "none"), (["rdma_cm", "uverbs0", "uverbs1"], "rdma_cm uverbs0 uverbs1")],
+)
+def test_the_init_container_leaves_what_it_sees_in_dev_infiniband_for_the_test(
+    pod, tmp_path, devices, fact
+):
+    """ROLE=isolation writes /dev/infiniband's entries (or none, where the folder is absent) to
+    ISOLATION_FILE and stops; the test container prints them as the rdma-isolation fact."""
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in devices:
+        write(dev / "infiniband" / name, "")
+    seen = tmp_path / "shared" / "seen"
+    seen.parent.mkdir()
+    looked = subprocess.run(
+        ["bash", str(SCRIPT)],
+        env={
+            "PATH": "/usr/bin:/bin",
+            "ROLE": "isolation",
+            "DEV": str(dev),
+            "ISOLATION_FILE": str(seen),
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (looked.returncode, looked.stdout) == (
+        0,
+        "gpudirect-rdma-verify: rdma-isolation: /dev/infiniband of a container with a GPU and no "
+        f"RDMA resource: {fact}\n",
+    ), looked.stderr
+    assert seen.read_text() == fact + "\n"
+    sysfs = pod[0]
+    roce_device(sysfs, "mlx5_0", 0, {3: ("RoCE v2", mapped("10.1.0.10"))})
+    result, _by_device = run(pod, "10.1.0.10", {"ROLE": "server", "ISOLATION_FILE": str(seen)})
+    assert result.returncode == 0, result.stderr
+    assert f"gpudirect-rdma-verify: fact rdma-isolation {fact}\n" in result.stdout
+    # Without the init container's file the fact says so; without ISOLATION_FILE there is none.
+    seen.unlink()
+    result, _by_device = run(pod, "10.1.0.10", {"ROLE": "server", "ISOLATION_FILE": str(seen)})
+    assert "gpudirect-rdma-verify: fact rdma-isolation unknown\n" in result.stdout
+    result, _by_device = run(pod, "10.1.0.10", {"ROLE": "server"})
+    assert "fact rdma-isolation" not in result.stdout
