@@ -150,15 +150,12 @@ class Channel:
         )
 
 
-def channels_from_template(template: dict, package: str) -> dict[str, Channel]:
-    """The channels of package in an OLM catalog template (schema olm.template.basic, as the
-    certified catalog keeps them per OpenShift minor): entries in the template's order."""
-    channels = {}
-    for item in template.get("entries") or []:
-        if item.get("schema") != "olm.channel" or item.get("package") != package:
-            continue
-        channels[item["name"]] = Channel(
-            item["name"],
+def channels_from_entries(channels: dict[str, list[dict]]) -> dict[str, Channel]:
+    """Channels from their entries as OLM's catalog formats write them ({name, replaces, skips,
+    skipRange}; the release catalog's upgrade_graphs keep them so)."""
+    return {
+        name: Channel(
+            name,
             tuple(
                 Entry(
                     name=e["name"],
@@ -167,10 +164,23 @@ def channels_from_template(template: dict, package: str) -> dict[str, Channel]:
                     skips=tuple(e.get("skips") or ()),
                     skip_range=e.get("skipRange"),
                 )
-                for e in item.get("entries") or []
+                for e in entries or []
             ),
         )
-    return channels
+        for name, entries in channels.items()
+    }
+
+
+def channels_from_template(template: dict, package: str) -> dict[str, Channel]:
+    """The channels of package in an OLM catalog template (schema olm.template.basic, as the
+    certified catalog keeps them per OpenShift minor): entries in the template's order."""
+    return channels_from_entries(
+        {
+            item["name"]: item.get("entries") or []
+            for item in template.get("entries") or []
+            if item.get("schema") == "olm.channel" and item.get("package") == package
+        }
+    )
 
 
 @dataclass(frozen=True)
