@@ -49,10 +49,10 @@ def nodes_for(harness, inventory: str) -> None:
     counts its nodes long before anybody runs a playbook."""
     plan = build_plan(inputs(inventory))
     remove_nodes(harness)
-    registered = []
+    registered, interfaces = [], {}
     for group in plan["groups"]:
         link_type = "ib" if group["fabric"] == "infiniband" else "eth"
-        registered += register_nodes(
+        names = register_nodes(
             harness,
             2,
             prefix=f"worker-{group['name']}" if group["name"] else "worker",
@@ -62,11 +62,40 @@ def nodes_for(harness, inventory: str) -> None:
                 nics=tuple(Nic(rail["interface"], link_type) for rail in group["rails"])
             ),
         )
+        registered += names
+        interfaces.update({name: [rail["interface"] for rail in group["rails"]] for name in names})
     wait_for(
         lambda: _worker_machines(harness) in (None, len(registered)),
         timeout=30,
         what=f"the worker MachineConfigPool to count {len(registered)} machines",
     )
+    # Nodes of the same names as the last test's: their SR-IOV node states must list the new
+    # NICs before preflight reads them.
+    wait_for(
+        lambda: _sriov_states_list(harness, interfaces),
+        timeout=30,
+        what=f"the SR-IOV node states to list the new nodes' NICs {interfaces}",
+    )
+
+
+def _sriov_states_list(harness, interfaces: dict[str, list[str]]) -> bool:
+    """Every node's SriovNetworkNodeState lists its NICs (true where no state exists at all: the
+    SR-IOV Network Operator is not installed)."""
+    try:
+        states = client.CustomObjectsApi(harness).list_cluster_custom_object(
+            "sriovnetwork.openshift.io", "v1", "sriovnetworknodestates"
+        )["items"]
+    except ApiException as error:
+        if error.status == 404:
+            return True
+        raise
+    if not states:
+        return True
+    listed = {
+        s["metadata"]["name"]: [i["name"] for i in (s.get("status") or {}).get("interfaces") or []]
+        for s in states
+    }
+    return all(listed.get(node) == names for node, names in interfaces.items())
 
 
 def _worker_machines(harness) -> int | None:
