@@ -2,8 +2,8 @@
 
 CatalogSource READY -> (PackageManifest channel, when that API is served) -> Namespace ->
 OperatorGroup (a foreign one fails) -> Subscription -> with Manual approval, approve only the
-InstallPlan of startingCSV -> the CSV reaches Succeeded (Failed fails at once) -> the CSV is
-returned, for its alm-examples.
+InstallPlan of startingCSV (the next CSV's, once that is installed, stays unapproved) -> the CSV
+reaches Succeeded (Failed fails at once) -> the CSV is returned, for its alm-examples.
 """
 
 from __future__ import annotations
@@ -111,7 +111,9 @@ def check_operator_groups(cluster, operator_group: dict, take_over: bool) -> Non
 
 def approve_install_plan(cluster, subscription: dict, check_mode: bool) -> str | None:
     """With Manual approval, approve the InstallPlan of startingCSV (and no other one).
-    Returns the approved InstallPlan's name when this call approved it."""
+    Returns the approved InstallPlan's name when this call approved it. Once startingCSV is
+    installed, OLM plans the channel's next CSV and waits for its approval: that upgrade is left
+    waiting, as the pin says, without an error."""
     spec = subscription["spec"]
     if spec.get("installPlanApproval") != "Manual":
         return None
@@ -132,6 +134,8 @@ def approve_install_plan(cluster, subscription: dict, check_mode: bool) -> str |
         return None
     names = plan["spec"].get("clusterServiceVersionNames") or []
     if spec.get("startingCSV") not in names:
+        if (live.get("status") or {}).get("installedCSV") == spec.get("startingCSV"):
+            return None
         raise OlmError(
             f"InstallPlan {ref['namespace']}/{ref['name']} would install {', '.join(names)}, not "
             f"startingCSV {spec.get('startingCSV')}; it was not approved. Look at: oc -n "

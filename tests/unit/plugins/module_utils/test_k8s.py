@@ -443,10 +443,13 @@ SUBSCRIPTION = {
 }
 
 
-def olm_cluster(plan_csvs, approved=False):
+def olm_cluster(plan_csvs, approved=False, installed=None):
     live = {
         **SUBSCRIPTION,
-        "status": {"installPlanRef": {"name": "install-abc", "namespace": "nvidia-gpu-operator"}},
+        "status": {
+            "installPlanRef": {"name": "install-abc", "namespace": "nvidia-gpu-operator"},
+            **({"installedCSV": installed} if installed else {}),
+        },
     }
     plan = {
         "kind": "InstallPlan",
@@ -473,6 +476,21 @@ def test_manual_approval_refuses_an_install_plan_of_another_csv():
     ):
         approve_install_plan(cluster, SUBSCRIPTION, check_mode=False)
     assert cluster.patches == []
+
+
+def test_the_next_csv_planned_after_the_pinned_one_is_left_waiting_without_an_error():
+    """OLM plans the channel's next CSV as soon as startingCSV is installed: the pin holds it."""
+    cluster = olm_cluster(
+        ["gpu-operator-certified.v26.7.2"], installed="gpu-operator-certified.v26.3.3"
+    )
+    assert approve_install_plan(cluster, SUBSCRIPTION, check_mode=False) is None
+    assert cluster.patches == []
+    # Another CSV installed than the pin: that plan is still refused.
+    other = olm_cluster(
+        ["gpu-operator-certified.v26.7.2"], installed="gpu-operator-certified.v25.10.1"
+    )
+    with pytest.raises(OlmError, match="not startingCSV gpu-operator-certified.v26.3.3"):
+        approve_install_plan(other, SUBSCRIPTION, check_mode=False)
 
 
 def test_manual_approval_writes_nothing_in_check_mode_or_when_approved():
