@@ -263,3 +263,210 @@ def _cleanup_nodes(core):
     for node in core.list_node().items:
         if node.metadata.name.startswith("sim-"):
             core.delete_node(node.metadata.name)
+
+
+def _approve(custom, namespace, plan_name):
+    custom.patch_namespaced_custom_object(
+        *OLM, namespace, "installplans", plan_name, {"spec": {"approved": True}}
+    )
+
+
+def _pending_plan(custom, namespace, package, csv_name):
+    """The Subscription's InstallPlan once it names csv_name."""
+
+    def found():
+        ref = _subscription_status(custom, namespace, package).get("installPlanRef") or {}
+        plan = _get(custom, namespace, "installplans", ref["name"]) if ref else None
+        names = ((plan or {}).get("spec") or {}).get("clusterServiceVersionNames")
+        return plan if names == [csv_name] else None
+
+    return wait_for(found, what=f"an InstallPlan for {csv_name}")
+
+
+def _installed(custom, namespace, package, csv_name):
+    return wait_for(
+        lambda: (
+            (s := _subscription_status(custom, namespace, package)).get("installedCSV") == csv_name
+            and s.get("state") == "AtLatestKnown"
+            and _csv_phase(custom, namespace, csv_name) == "Succeeded"
+            and s
+        ),
+        what=f"{csv_name} installed",
+    )
+
+
+GPU = "gpu-operator-certified"
+
+
+def test_a_channel_change_upgrades_to_its_head_and_the_old_csv_is_replaced(custom, namespace):
+    """From the certified catalog template of OpenShift 4.20: every GPU Operator CSV's skipRange
+    covers all older versions, so moving the channel from v26.3 to v26.7 is one InstallPlan to
+    v26.7's head; the new CSV replaces the old, which goes Replacing, Deleting, then away."""
+    _operator_group(custom, namespace)
+    _subscribe(
+        custom,
+        namespace,
+        GPU,
+        channel="v26.3",
+        installPlanApproval="Manual",
+        startingCSV=f"{GPU}.v26.3.3",
+    )
+    _approve(
+        custom,
+        namespace,
+        _pending_plan(custom, namespace, GPU, f"{GPU}.v26.3.3")["metadata"]["name"],
+    )
+    _installed(custom, namespace, GPU, f"{GPU}.v26.3.3")
+    # v26.3's head is installed: nothing more to resolve there.
+    time.sleep(1.5)
+    assert len(_list(custom, namespace, "installplans")) == 1
+    custom.patch_namespaced_custom_object(
+        *OLM, namespace, "subscriptions", GPU, {"spec": {"channel": "v26.7"}}
+    )
+    plan = _pending_plan(custom, namespace, GPU, f"{GPU}.v26.7.2")
+    assert plan["status"]["phase"] == "RequiresApproval"
+    assert plan["status"]["bundleLookups"][0]["replaces"] == f"{GPU}.v26.3.3"
+    assert _subscription_status(custom, namespace, GPU)["state"] == "UpgradePending"
+    _approve(custom, namespace, plan["metadata"]["name"])
+    _installed(custom, namespace, GPU, f"{GPU}.v26.7.2")
+    csv = _get(custom, namespace, "clusterserviceversions", f"{GPU}.v26.7.2")
+    assert csv["spec"]["replaces"] == f"{GPU}.v26.3.3"
+    wait_for(
+        lambda: _get(custom, namespace, "clusterserviceversions", f"{GPU}.v26.3.3") is None,
+        what="the replaced CSV to be deleted",
+    )
+
+
+def test_an_operator_condition_holds_the_upgrade_and_a_deleted_plan_is_resolved_again(
+    custom, namespace
+):
+    _operator_group(custom, namespace)
+    _subscribe(
+        custom,
+        namespace,
+        GPU,
+        channel="v26.3",
+        installPlanApproval="Manual",
+        startingCSV=f"{GPU}.v26.3.3",
+    )
+    _approve(
+        custom,
+        namespace,
+        _pending_plan(custom, namespace, GPU, f"{GPU}.v26.3.3")["metadata"]["name"],
+    )
+    _installed(custom, namespace, GPU, f"{GPU}.v26.3.3")
+    # OLM made the CSV's OperatorCondition; an administrator's override holds upgrades.
+    condition = wait_for(
+        lambda: _operator_condition(custom, namespace, f"{GPU}.v26.3.3"),
+        what="the CSV's OperatorCondition",
+    )
+    custom.patch_namespaced_custom_object(
+        "operators.coreos.com",
+        "v2",
+        namespace,
+        "operatorconditions",
+        condition["metadata"]["name"],
+        {
+            "spec": {
+                "overrides": [
+                    {
+                        "type": "Upgradeable",
+                        "status": "False",
+                        "reason": "Maintenance",
+                        "message": "frozen for the quarter-end jobs",
+                        "lastTransitionTime": "2026-12-01T00:00:00Z",
+                    }
+                ]
+            }
+        },
+    )
+    custom.patch_namespaced_custom_object(
+        *OLM, namespace, "subscriptions", GPU, {"spec": {"channel": "v26.7"}}
+    )
+    plan = _pending_plan(custom, namespace, GPU, f"{GPU}.v26.7.2")
+    # A pending plan freezes the Subscription: a channel edit back does nothing until it goes.
+    custom.patch_namespaced_custom_object(
+        *OLM, namespace, "subscriptions", GPU, {"spec": {"channel": "v26.3"}}
+    )
+    time.sleep(1.5)
+    assert (
+        _subscription_status(custom, namespace, GPU)["installPlanRef"]["name"]
+        == (plan["metadata"]["name"])
+    )
+    custom.delete_namespaced_custom_object(
+        *OLM, namespace, "installplans", plan["metadata"]["name"]
+    )
+    wait_for(
+        lambda: (
+            (s := _subscription_status(custom, namespace, GPU)).get("state") == "AtLatestKnown"
+            and s.get("currentCSV") == f"{GPU}.v26.3.3"
+        ),
+        what="the Subscription resolved again on v26.3: nothing newer there",
+    )
+    custom.patch_namespaced_custom_object(
+        *OLM, namespace, "subscriptions", GPU, {"spec": {"channel": "v26.7"}}
+    )
+    _approve(
+        custom,
+        namespace,
+        _pending_plan(custom, namespace, GPU, f"{GPU}.v26.7.2")["metadata"]["name"],
+    )
+    held = wait_for(
+        lambda: (
+            (csv := _get(custom, namespace, "clusterserviceversions", f"{GPU}.v26.7.2"))
+            and csv.get("status", {}).get("reason") == "OperatorConditionNotUpgradeable"
+            and csv
+        ),
+        what="the new CSV held Pending",
+    )
+    assert held["status"]["phase"] == "Pending"
+    assert held["status"]["message"] == (
+        "The operator is not upgradeable: frozen for the quarter-end jobs"
+    )
+    assert _csv_phase(custom, namespace, f"{GPU}.v26.3.3") == "Replacing"
+    custom.patch_namespaced_custom_object(
+        "operators.coreos.com",
+        "v2",
+        namespace,
+        "operatorconditions",
+        f"{GPU}.v26.3.3",
+        {"spec": {"overrides": None}},
+    )
+    _installed(custom, namespace, GPU, f"{GPU}.v26.7.2")
+
+
+def _operator_condition(custom, namespace, name):
+    try:
+        return custom.get_namespaced_custom_object(
+            "operators.coreos.com", "v2", namespace, "operatorconditions", name
+        )
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def test_the_network_operator_moves_one_release_at_a_time_on_stable(custom, namespace):
+    """Its CSVs carry no skipRange; the certified catalog's stable channel replaces one release
+    with the next, so with Automatic approval OLM walks every release to the head, one
+    InstallPlan each."""
+    _operator_group(custom, namespace)
+    network = "nvidia-network-operator"
+    _subscribe(custom, namespace, network, channel="stable", startingCSV=f"{network}.v25.10.0")
+    _installed(custom, namespace, network, f"{network}.v26.7.1")
+    plans = _list(custom, namespace, "installplans")
+    steps = sorted(
+        (p["spec"]["generation"], p["spec"]["clusterServiceVersionNames"][0]) for p in plans
+    )
+    assert [name for _generation, name in steps] == [
+        f"{network}.v{v}"
+        for v in ("25.10.0", "26.1.0", "26.4.0", "26.4.1", "26.7.0", "26.7.0-1", "26.7.1")
+    ], steps
+    # Each replaced CSV goes once its successor has installed: the last one stays.
+    wait_for(
+        lambda: (
+            [c["metadata"]["name"] for c in _list(custom, namespace, "clusterserviceversions")]
+            == [f"{network}.v26.7.1"]
+        ),
+        what="the replaced CSVs to be deleted",
+    )

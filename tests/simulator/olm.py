@@ -2,15 +2,20 @@
 
 - Marketplace: the `redhat-operators` and `certified-operators` CatalogSources exist in
   `openshift-marketplace`; every CatalogSource reports `READY` (or `TRANSIENT_FAILURE` by knob).
-- Subscription: resolved against the catalog (real CSVs); an InstallPlan is created for the
-  bundle (approved at once with `installPlanApproval: Automatic`, left `RequiresApproval` with
-  `Manual` until somebody sets `spec.approved: true`); the Subscription status follows
-  (`UpgradePending`, then `AtLatestKnown` with `installedCSV`).
+- Subscription: resolved against the catalog (real CSVs; the channels and edges of the cluster's
+  OpenShift minor, catalog.py); an InstallPlan is created for the bundle (approved at once with
+  `installPlanApproval: Automatic`, left `RequiresApproval` with `Manual` until somebody sets
+  `spec.approved: true`); the Subscription status follows (`UpgradePending`, then
+  `AtLatestKnown` with `installedCSV`). Once installed, the channel's successor of the
+  installed CSV gets the next InstallPlan (an upgrade); a pending plan freezes the
+  Subscription, a deleted one is resolved again.
 - InstallPlan: once approved, it creates the bundle's ClusterServiceVersion in the
-  Subscription's namespace and turns `Complete`.
+  Subscription's namespace (`spec.replaces`: the CSV it upgrades) and turns `Complete`.
 - ClusterServiceVersion: checks the namespace's OperatorGroups against the CSV's installModes as
   OLM does (`NoOperatorGroup`, `TooManyOperatorGroups`, `UnsupportedOperatorGroup`), then walks
-  `Pending`, `InstallReady`, `Installing`, `Succeeded`.
+  `Pending`, `InstallReady`, `Installing`, `Succeeded`; an OperatorCondition per CSV, whose
+  `Upgradeable: False` holds a replacing CSV `Pending`; the replaced CSV goes `Replacing`,
+  `Deleting`, then away.
 - OperatorGroup: `status.namespaces` from `spec.targetNamespaces`.
 - Webhooks: for a Succeeded CSV, one ValidatingWebhookConfiguration per webhook definition
   whose path the simulator serves (admission.py), pointing at the simulator's HTTPS endpoint
@@ -82,20 +87,21 @@ def _package_label(package: str, namespace: str) -> str:
 
 def installed_csv(world: World, package: str) -> dict | None:
     """The Succeeded CSV of a package (told by OLM's `operators.coreos.com/<package>.<namespace>`
-    label or the CSV's name), or None. With several (a cluster should have one), the one in the
-    package's own namespace when there is one, else the oldest. Reads the CSVs the tick has
-    listed already."""
-    found = [
+    label or the CSV's name), else the one being replaced, or None. With several (a cluster
+    should have one), the one in the package's own namespace when there is one, else the
+    oldest. Reads the CSVs the tick has listed already."""
+    of_package = [
         csv
         for csv in list_cluster(world, GROUP, V1ALPHA1, "clusterserviceversions", reuse=True)
-        if (csv.get("status") or {}).get("phase") == "Succeeded"
-        and (
-            csv["metadata"]["name"].startswith(f"{package}.v")
-            or any(
-                label.startswith(f"operators.coreos.com/{package}.")
-                for label in csv["metadata"].get("labels") or {}
-            )
+        if csv["metadata"]["name"].startswith(f"{package}.v")
+        or any(
+            label.startswith(f"operators.coreos.com/{package}.")
+            for label in csv["metadata"].get("labels") or {}
         )
+    ]
+    # While a successor installs, the replaced CSV's operator still runs.
+    found = [c for c in of_package if (c.get("status") or {}).get("phase") == "Succeeded"] or [
+        c for c in of_package if (c.get("status") or {}).get("phase") == "Replacing"
     ]
     if not found:
         return None
@@ -198,7 +204,6 @@ class SubscriptionController:
 
     def _reconcile_one(self, world: World, sub: dict) -> None:
         spec = sub["spec"]
-        namespace = sub["metadata"]["namespace"]
         status = {k: v for k, v in (sub.get("status") or {}).items() if k != "lastUpdated"}
         package = spec["name"]
 
@@ -236,14 +241,31 @@ class SubscriptionController:
             return
 
         if status.get("installPlanRef"):
-            self._follow_install_plan(world, sub, status)
+            if not self._follow_install_plan(world, sub, status):
+                return
+            status = {k: v for k, v in (sub.get("status") or {}).items() if k != "lastUpdated"}
+
+        minor = _openshift_minor(world)
+        installed = status.get("installedCSV")
+        if installed:
+            # Upgrades: the channel's entry that replaces or skips the installed CSV, if any.
+            bundle = self.catalog.successor(package, spec.get("channel"), installed, minor)
+            if bundle is None or bundle.csv_name == installed:
+                self._set_status(world, sub, {**status, "state": "AtLatestKnown"})
+                return
+            if self.gate.due(
+                sub["metadata"]["uid"], f"resolve {bundle.csv_name}", world.knobs["delay_seconds"]
+            ):
+                self._create_plan(world, sub, status, bundle, replaces=installed)
             return
 
         bundle = None
         if package not in world.knobs["olm"]["unresolvable_packages"] and self._serves(
             source, package
         ):
-            bundle = self.catalog.resolve(package, spec.get("channel"), spec.get("startingCSV"))
+            bundle = self.catalog.resolve(
+                package, spec.get("channel"), spec.get("startingCSV"), minor
+            )
         if bundle is None:
             wanted = f"channel {spec.get('channel') or '(default)'} of package {package}"
             if spec.get("startingCSV"):
@@ -267,7 +289,13 @@ class SubscriptionController:
             return
         if not self.gate.due(sub["metadata"]["uid"], "resolve", world.knobs["delay_seconds"]):
             return
+        self._create_plan(world, sub, status, bundle, replaces="")
 
+    def _create_plan(self, world: World, sub: dict, status: dict, bundle, replaces: str) -> None:
+        """An InstallPlan for the bundle (approved at once unless the approval is Manual); the
+        Subscription's currentCSV names it, its state is UpgradePending."""
+        spec = sub["spec"]
+        namespace = sub["metadata"]["namespace"]
         approval = spec.get("installPlanApproval") or "Automatic"
         plan = {
             "apiVersion": f"{GROUP}/{V1ALPHA1}",
@@ -275,7 +303,7 @@ class SubscriptionController:
             "metadata": {
                 "name": f"install-{_suffix()}",
                 "namespace": namespace,
-                "labels": {_package_label(package, namespace): ""},
+                "labels": {_package_label(bundle.package, namespace): ""},
                 "ownerReferences": [_owner(sub)],
             },
             "spec": {
@@ -299,7 +327,7 @@ class SubscriptionController:
                         "name": spec["source"],
                         "namespace": spec["sourceNamespace"],
                     },
-                    "replaces": "",
+                    "replaces": replaces,
                 }
             ],
         }
@@ -308,6 +336,7 @@ class SubscriptionController:
             world,
             sub,
             {
+                **{k: v for k, v in status.items() if k not in ("conditions",)},
                 "catalogHealth": [],
                 "currentCSV": bundle.csv_name,
                 "installPlanGeneration": plan["spec"]["generation"],
@@ -336,7 +365,10 @@ class SubscriptionController:
             },
         )
 
-    def _follow_install_plan(self, world: World, sub: dict, status: dict) -> None:
+    def _follow_install_plan(self, world: World, sub: dict, status: dict) -> bool:
+        """The Subscription after its InstallPlan: True when resolution may run (the plan is
+        Complete and its CSV installed, or gone), False while it is pending or failed (a
+        pending plan freezes the Subscription, as OLM's nothingToUpdate does)."""
         ref = status["installPlanRef"]
         try:
             plan = world.custom.get_namespaced_custom_object(
@@ -345,9 +377,20 @@ class SubscriptionController:
         except ApiException as error:
             if error.status != 404:
                 raise
-            return
+            # A missing plan clears the reference and resets the state; resolution runs again.
+            kept = {
+                k: v
+                for k, v in status.items()
+                if k not in ("installPlanRef", "installplan", "currentCSV", "state", "conditions")
+            }
+            if status.get("installedCSV"):
+                kept["currentCSV"] = status["installedCSV"]
+            self._set_status(world, sub, kept)
+            return True
         phase = (plan.get("status") or {}).get("phase")
         if phase == "Complete":
+            if status.get("installedCSV") == status.get("currentCSV"):
+                return True
             self._set_status(
                 world,
                 sub,
@@ -369,6 +412,13 @@ class SubscriptionController:
                     ],
                 },
             )
+        return False
+
+
+def _openshift_minor(world: World) -> str | None:
+    """The cluster's OpenShift minor (4.20 of 4.20.8), whose certified catalog OLM reads."""
+    version = (world.knobs.get("openshift") or {}).get("version")
+    return ".".join(str(version).split(".")[:2]) if version else None
 
 
 def _operator_group_annotations(world: World, namespace: str) -> dict:
@@ -403,12 +453,20 @@ class InstallPlanController:
             if not self.gate.due(plan["metadata"]["uid"], "install", world.knobs["delay_seconds"]):
                 continue
             namespace = plan["metadata"]["namespace"]
+            replaces = {
+                lookup.get("identifier"): lookup.get("replaces")
+                for lookup in status.get("bundleLookups") or []
+            }
             for csv_name in plan["spec"]["clusterServiceVersionNames"]:
-                bundle = next((b for b in self.catalog.bundles if b.csv_name == csv_name), None)
+                bundle = self.catalog.bundle(csv_name)
                 if bundle is None:
                     continue
                 csv = copy.deepcopy(bundle.csv)
                 csv.pop("status", None)
+                # The new CSV replaces the installed one, also after a skipRange jump.
+                csv["spec"].pop("replaces", None)
+                if replaces.get(csv_name):
+                    csv["spec"]["replaces"] = replaces[csv_name]
                 metadata = csv["metadata"]
                 csv["metadata"] = {
                     "name": metadata["name"],
@@ -492,9 +550,33 @@ class ClusterServiceVersionController:
         return bundle.package if bundle else None
 
     def reconcile(self, world: World) -> None:
-        for csv in list_cluster(world, GROUP, V1ALPHA1, "clusterserviceversions"):
+        csvs = list_cluster(world, GROUP, V1ALPHA1, "clusterserviceversions")
+        conditions = {
+            (c["metadata"]["namespace"], c["metadata"]["name"])
+            for c in list_cluster(world, GROUP, "v2", "operatorconditions")
+        }
+        for csv in csvs:
+            if (csv["metadata"]["namespace"], csv["metadata"]["name"]) not in conditions:
+                self._condition_for(world, csv)
             status = csv.get("status") or {}
             phase = status.get("phase")
+            replacer = next(
+                (
+                    c
+                    for c in csvs
+                    if c["metadata"]["namespace"] == csv["metadata"]["namespace"]
+                    and (c.get("spec") or {}).get("replaces") == csv["metadata"]["name"]
+                ),
+                None,
+            )
+            # A CSV is replaced once it has installed (an intermediate CSV of a chain installs
+            # first); its successor goes on meanwhile.
+            if replacer is not None and phase in ("Succeeded", "Replacing", "Deleting"):
+                self._replaced_by(world, csv, replacer)
+                continue
+            if phase == "Deleting":
+                self._delete(world, csv)
+                continue
             if phase == "Succeeded":
                 continue
             if phase == "Failed" and status.get("reason") not in _OPERATOR_GROUP_REASONS:
@@ -510,9 +592,109 @@ class ClusterServiceVersionController:
             next_phase = (
                 _CSV_PHASES[_CSV_PHASES.index(phase) + 1] if phase in _CSV_PHASES else "Pending"
             )
+            if next_phase == "InstallReady":
+                hold = self._upgrade_hold(world, csv)
+                if hold is not None:
+                    if status.get("reason") != "OperatorConditionNotUpgradeable" or (
+                        status.get("message") != hold
+                    ):
+                        self._write_phase(
+                            world, csv, "Pending", "OperatorConditionNotUpgradeable", hold
+                        )
+                    continue
             if not self.gate.due(csv["metadata"]["uid"], next_phase, world.knobs["delay_seconds"]):
                 continue
             self._write_phase(world, csv, next_phase, *_PHASE_REASONS[next_phase])
+
+    @staticmethod
+    def _condition_for(world: World, csv: dict) -> None:
+        """OLM's OperatorCondition of each CSV, of the same name, owned by it."""
+        create_if_absent(
+            world.custom.create_namespaced_custom_object,
+            GROUP,
+            "v2",
+            csv["metadata"]["namespace"],
+            "operatorconditions",
+            {
+                "apiVersion": f"{GROUP}/v2",
+                "kind": "OperatorCondition",
+                "metadata": {
+                    "name": csv["metadata"]["name"],
+                    "namespace": csv["metadata"]["namespace"],
+                    "ownerReferences": [_owner(csv, controller=True)],
+                },
+                "spec": {"deployments": [], "serviceAccounts": []},
+            },
+        )
+
+    @staticmethod
+    def _upgrade_hold(world: World, csv: dict) -> str | None:
+        """Why a replacing CSV stays Pending: the replaced CSV's OperatorCondition says it is
+        not Upgradeable (spec.overrides first, then status.conditions), as OLM reads it."""
+        replaced = (csv.get("spec") or {}).get("replaces")
+        if not replaced:
+            return None
+        try:
+            condition = world.custom.get_namespaced_custom_object(
+                GROUP, "v2", csv["metadata"]["namespace"], "operatorconditions", replaced
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            return None
+        spec, status = condition.get("spec") or {}, condition.get("status") or {}
+        for source in (spec.get("overrides") or [], status.get("conditions") or []):
+            upgradeable = next((c for c in source if c.get("type") == "Upgradeable"), None)
+            if upgradeable is not None:
+                if upgradeable.get("status") == "False":
+                    return f"The operator is not upgradeable: {upgradeable.get('message', '')}"
+                return None
+        return None
+
+    def _replaced_by(self, world: World, csv: dict, replacer: dict) -> None:
+        """The replaced CSV: Replacing while its successor installs, Deleting once the successor
+        has Succeeded (whatever becomes of the successor later), then gone."""
+        phase = (csv.get("status") or {}).get("phase")
+        installed = (replacer.get("status") or {}).get("phase") in (
+            "Succeeded",
+            "Replacing",
+            "Deleting",
+        )
+        if phase == "Deleting":
+            self._delete(world, csv)
+        elif installed:
+            self._write_phase(
+                world,
+                csv,
+                "Deleting",
+                "Replaced",
+                "has been replaced by a newer ClusterServiceVersion that has successfully "
+                "installed.",
+            )
+        elif phase != "Replacing":
+            self._write_phase(
+                world,
+                csv,
+                "Replacing",
+                "BeingReplaced",
+                "being replaced by csv: " + replacer["metadata"]["name"],
+            )
+
+    def _delete(self, world: World, csv: dict) -> None:
+        """A Deleting CSV goes (after the delay), whatever became of its successor."""
+        if not self.gate.due(csv["metadata"]["uid"], "delete", world.knobs["delay_seconds"]):
+            return
+        try:
+            world.custom.delete_namespaced_custom_object(
+                GROUP,
+                V1ALPHA1,
+                csv["metadata"]["namespace"],
+                "clusterserviceversions",
+                csv["metadata"]["name"],
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
 
     def _write_phase(self, world: World, csv: dict, phase: str, reason: str, message: str) -> None:
         status = csv.get("status") or {}
