@@ -31,6 +31,14 @@ description:
     VFs asked for (warnings where the NIC configuration sets them)."
   - "C(ownership): no object of the plan exists without the collection's label (error, or a
     warning with O(take_over)); no other OperatorGroup in an operator's namespace."
+  - "C(operator-versions): each operator the run installs runs the CSV the plan pins (the
+    release's for the NVIDIA operators, else C(starting_csv)); another version is an error
+    naming both and the input that pins: OLM reads C(startingCSV) only at install, so site.yml
+    never upgrades an installed operator, and OLM cannot go down a version."
+  - "C(operator-catalog): before the Network or GPU Operator is installed from the certified
+    catalog, the channel of the cluster's OpenShift minor holds the pinned CSV (an error naming
+    what it holds), and with Automatic approval the pinned CSV is the channel's newest (OLM
+    installs that one and follows each newer CSV: an error). A mirrored catalog is not judged."
   - "C(disruption): every change of this run that reboots, drains or reloads a node (a
     MachineConfig, an SR-IOV node policy, a NIC policy's DOCA driver or device plugin, a NIC
     firmware template, the GPU driver), with its objects and nodes; an error on nodes that already

@@ -214,12 +214,15 @@ def olm_cluster(plan: dict, listed: dict | None = None, empty: bool = False) -> 
         for o in table.build_objects(plan)
         if o["kind"] == "Subscription"
     ]
+    pinned = {
+        (o["namespace"], o["subscription"]): o["pinned_csv"] for o in plan["operators"].values()
+    }
 
     def subscription(name, namespace):
         return {
             "metadata": {"name": name, "namespace": namespace},
             "status": {
-                "installedCSV": "operator.v1",
+                "installedCSV": pinned.get((namespace, name)) or "operator.v1",
                 "installPlanRef": {"name": "install-1", "namespace": namespace},
             },
         }
@@ -304,13 +307,22 @@ def every_gate(plan: dict) -> list[Gate]:
     return gates
 
 
+def pinned_csv(plan: dict, subscription: dict) -> str:
+    """The CSV the plan pins for a Subscription's operator (operator.v1 where none is)."""
+    where = (subscription["metadata"]["namespace"], subscription["metadata"]["name"])
+    pins = {
+        (o["namespace"], o["subscription"]): o["pinned_csv"] for o in plan["operators"].values()
+    }
+    return pins.get(where) or "operator.v1"
+
+
 def converged_cluster(plan: dict) -> Recorder:
     """A cluster where every object of the plan exists as the collection applied it, and every
     operator's CSV has Succeeded: the converged check goes through all of its reads."""
     applied = {"managedFields": [{"manager": k8s_client.FIELD_MANAGER, "operation": "Apply"}]}
     listed: dict[str, list] = {}
     for obj in table.build_objects(plan):
-        status = {"installedCSV": "operator.v1"} if obj["kind"] == "Subscription" else {}
+        status = {"installedCSV": pinned_csv(plan, obj)} if obj["kind"] == "Subscription" else {}
         live = {**obj, "metadata": {**obj["metadata"], **applied}, "status": status}
         listed.setdefault(obj["kind"], []).append(live)
     return olm_cluster(plan, listed)

@@ -39,9 +39,15 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.checks import
     Read,
     finding,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.upgrade.graph import (
+    semver,
+    version_of,
+)
 
 CATALOG_SOURCE = ("operators.coreos.com/v1alpha1", "CatalogSource")
 OPERATOR_GROUP = ("operators.coreos.com/v1", "OperatorGroup")
+SUBSCRIPTION = ("operators.coreos.com/v1alpha1", "Subscription")
+MARKETPLACE_NAMESPACE = "openshift-marketplace"
 
 __all__ = [
     "SEVERITIES",
@@ -286,11 +292,151 @@ def _ownership_reads(plan: dict, objects: list[dict]) -> tuple[Read, ...]:
     return (Read(*OPERATOR_GROUP), *named)
 
 
+def _older(installed: str, pinned: str) -> bool | None:
+    """Whether the installed CSV is an older version than the pinned one (None: the names carry
+    no versions to compare)."""
+    try:
+        return semver(version_of(installed)) < semver(version_of(pinned))
+    except ValueError:
+        return None
+
+
+def check_operator_versions(plan: dict, objects: list[dict], facts: Facts, take_over: bool):
+    """Each operator this run installs runs the CSV the plan pins (pinned_csv). OLM reads
+    startingCSV only at install: a pin changed since is an upgrade that site.yml does not make,
+    or a downgrade, which OLM cannot make."""
+    found = []
+    titles = {step.operator.key: step.title for step in STEPS if step.operator}
+    subscriptions = {
+        (o["metadata"]["namespace"], o["metadata"]["name"])
+        for o in objects
+        if o["kind"] == "Subscription"
+    }
+    for key, operator in plan["operators"].items():
+        where = (operator["namespace"], operator["subscription"])
+        pinned = operator.get("pinned_csv")
+        if where not in subscriptions or not pinned:
+            continue
+        live = facts.one(*SUBSCRIPTION, operator["subscription"], operator["namespace"])
+        installed = ((live or {}).get("status") or {}).get("installedCSV")
+        if not installed:
+            continue
+        title = titles.get(key, key)
+        if installed == pinned:
+            found.append(finding("operator-versions", "ok", f"{title}: {installed}, as planned"))
+            continue
+        older = _older(installed, pinned)
+        direction = (
+            "an upgrade, which site.yml does not make"
+            if older
+            else "a downgrade, which OLM cannot make"
+            if older is False
+            else "another version, which site.yml does not install over it"
+        )
+        found.append(
+            finding(
+                "operator-versions",
+                "error",
+                f"{title}: the cluster runs {installed}; {operator['pinned_by']} plans {pinned}: "
+                f"{direction} (OLM reads the Subscription's startingCSV only at install"
+                + (
+                    ", and with Automatic approval follows its channel to the newest CSV"
+                    if operator["approval"] == "Automatic" and older is False
+                    else ""
+                )
+                + f"). Set {operator['pinned_by']} to what runs, or uninstall the operator "
+                "(playbooks/uninstall.yml) and install the planned release",
+            )
+        )
+    return found
+
+
+def check_operator_catalog(plan: dict, objects: list[dict], facts: Facts, take_over: bool):
+    """Before an NVIDIA operator is installed from the certified catalog: the channel of the
+    cluster's OpenShift minor holds the pinned CSV, and with Automatic approval the pinned CSV is
+    the channel's head (OLM installs the head and follows each newer CSV). A release no catalog
+    of the minor carries is the openshift-version check's; a mirrored catalog is not judged."""
+    version = facts.one(*CLUSTER_VERSION, "version")
+    minor = _minor(((version or {}).get("status") or {}).get("desired", {}).get("version"))
+    if minor is None:
+        return []
+    running = f"{minor[0]}.{minor[1]}"
+    steps = {step.operator.key: step for step in STEPS if step.operator}
+    subscriptions = {
+        (o["metadata"]["namespace"], o["metadata"]["name"])
+        for o in objects
+        if o["kind"] == "Subscription"
+    }
+    found = []
+    for key, operator in plan["operators"].items():
+        catalog = operator.get("catalog") or {}
+        if (operator["namespace"], operator["subscription"]) not in subscriptions:
+            continue
+        if running not in catalog or not operator.get("pinned_csv"):
+            continue
+        live = facts.one(*SUBSCRIPTION, operator["subscription"], operator["namespace"])
+        if ((live or {}).get("status") or {}).get("installedCSV"):
+            continue  # operator-versions judges what runs
+        step = steps[key]
+        if (operator["source"], operator["source_namespace"]) != (
+            step.operator.source,
+            MARKETPLACE_NAMESPACE,
+        ):
+            continue
+        entries, pinned, channel = catalog[running], operator["pinned_csv"], operator["channel"]
+        where = f"{step.title}: channel {channel} of the certified catalog of OpenShift {running}"
+        if entries is None:
+            found.append(
+                finding(
+                    "operator-catalog",
+                    "error",
+                    f"{step.title}: the certified catalog of OpenShift {running} has no channel "
+                    f"{channel} (gpudirect_rdma_operators.{key}.channel, or the release's): OLM "
+                    "cannot resolve the Subscription",
+                )
+            )
+        elif pinned not in entries:
+            if operator["pinned_by"].endswith("_release"):
+                continue  # the openshift-version check names the releases that would do
+            found.append(
+                finding(
+                    "operator-catalog",
+                    "error",
+                    f"{where} does not hold {pinned} ({operator['pinned_by']}): OLM cannot "
+                    f"install it; the channel holds {', '.join(entries)}",
+                )
+            )
+        elif operator["approval"] == "Automatic" and pinned != entries[0]:
+            found.append(
+                finding(
+                    "operator-catalog",
+                    "error",
+                    f"{where}: with Automatic approval OLM installs its newest CSV, {entries[0]}, "
+                    f"not {pinned} ({operator['pinned_by']}), and then each newer one: choose "
+                    f"the release of {entries[0]}, or approval Manual "
+                    f"(gpudirect_rdma_operators.{key}.approval) to hold {pinned}",
+                )
+            )
+        else:
+            found.append(finding("operator-catalog", "ok", f"{where} holds {pinned}"))
+    return found
+
+
+def _subscription_reads(plan: dict, objects: list[dict]) -> tuple[Read, ...]:
+    return tuple(
+        Read(*SUBSCRIPTION, o["metadata"]["name"], o["metadata"]["namespace"])
+        for o in objects
+        if o["kind"] == "Subscription"
+    )
+
+
 # The checks of every run, before the steps'.
 EVERY_RUN = (
     Check("openshift", check_openshift, lambda plan, objects: (Read(*CLUSTER_VERSION, "version"),)),
     Check("catalogs", check_catalogs, lambda plan, objects: (Read(*CATALOG_SOURCE),)),
     Check("ownership", check_ownership, _ownership_reads),
+    Check("operator-versions", check_operator_versions, _subscription_reads),
+    Check("operator-catalog", check_operator_catalog, _subscription_reads),
     Check(disruption.CHECK, disruption.check_disruption, disruption.reads),
 )
 

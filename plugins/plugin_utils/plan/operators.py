@@ -9,10 +9,14 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import OPERAT
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.network_operator import (
     REGISTRY_SECRET_NAME,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.upgrade.graph import (
+    channels_from_entries,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
     CATALOG_MINORS,
     GPU_OPERATOR_RELEASES,
     NETWORK_OPERATOR_RELEASES,
+    UPGRADE_GRAPHS,
 )
 
 from .checks import (
@@ -114,8 +118,43 @@ def olm(inputs: Inputs, network_release: str, gpu_release: str) -> dict:
             ),
             "approval": approval,
             "starting_csv": starting_csv and dns_subdomain(f"{where}.starting_csv", starting_csv),
+            # The CSV the plan means to run, and the input that says so: the release's for the
+            # NVIDIA operators, whatever the approval; None where nothing pins one.
+            "pinned_csv": override.get("starting_csv")
+            or release_csvs.get(operator)
+            or starting_csv,
+            "pinned_by": _pinned_by(inputs, where, operator, override, starting_csv, release_csvs),
+            "catalog": channel_entries(operator, channel),
         }
     return result
+
+
+def channel_entries(operator: str, channel: str) -> dict[str, list[str] | None] | None:
+    """What the certified catalog of each OpenShift minor whose template was read holds in the
+    channel, newest (the head) first: None for a minor without the channel; None for an operator
+    whose catalog the release data does not keep."""
+    graphs = UPGRADE_GRAPHS.get(operator)
+    if not graphs:
+        return None
+    found = {}
+    for minor, channels in graphs.items():
+        if channel in channels:
+            parsed = channels_from_entries({channel: channels[channel]})[channel]
+            found[minor] = [entry.name for entry in parsed.head_first()]
+        else:
+            found[minor] = None
+    return found
+
+
+def _pinned_by(inputs: Inputs, where, operator, override, starting_csv, release_csvs):
+    """The input that names the CSV an operator should run (see pinned_csv), as users write it."""
+    if override.get("starting_csv"):
+        return f"{where}.starting_csv"
+    if operator in release_csvs:
+        return inputs.name(f"{operator}_release")
+    if starting_csv:
+        return f"{where}.approval Manual (its default starting_csv)"
+    return None
 
 
 def registry_secret(inputs: Inputs, network_operator_namespace: str) -> dict | None:

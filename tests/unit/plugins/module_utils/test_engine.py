@@ -159,13 +159,24 @@ def platform(plan: dict) -> list[dict]:
     return [version, *catalogs, pool, *nodes]
 
 
+def installed_csv(plan: dict, subscription: dict) -> str:
+    """The CSV an operator runs as planned: the one the plan pins, else <package>.v1."""
+    operator = next(
+        o
+        for o in plan["operators"].values()
+        if (o["namespace"], o["subscription"])
+        == (subscription["metadata"]["namespace"], subscription["metadata"]["name"])
+    )
+    return operator["pinned_csv"] or f"{operator['package']}.v1"
+
+
 def converged_cluster(plan: dict) -> Cluster:
     """Every object of the plan as the collection applied it, the operators Succeeded, the
     operands ready, the networks rendered, the SR-IOV node states synced."""
     live = [as_applied(o) for o in table.build_objects(plan)]
     for obj in live:
         if obj["kind"] == "Subscription":
-            obj["status"] = {"installedCSV": obj["spec"]["name"] + ".v1"}
+            obj["status"] = {"installedCSV": installed_csv(plan, obj)}
         if obj["kind"] in ("NicClusterPolicy", "NicNodePolicy", "ClusterPolicy"):
             obj["status"] = {"state": "ready"}
     csvs = [
@@ -173,7 +184,7 @@ def converged_cluster(plan: dict) -> Cluster:
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "ClusterServiceVersion",
             "metadata": {
-                "name": o["spec"]["name"] + ".v1",
+                "name": installed_csv(plan, o),
                 "namespace": o["metadata"]["namespace"],
             },
             "status": {"phase": "Succeeded"},

@@ -543,6 +543,122 @@ def test_a_gpu_operator_that_puts_every_ibverbs_device_in_gpu_pods_is_warned_of(
         assert "gpu-operator #2525" in message and "choose 26.3.3 or later" in message
 
 
+GPU_CSV = "gpu-operator-certified.v{}"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "installed", "severity", "words"),
+    [
+        ({}, "26.7.2", "ok", "NVIDIA GPU Operator: gpu-operator-certified.v26.7.2, as planned"),
+        (
+            {},
+            "26.3.3",
+            "error",
+            "NVIDIA GPU Operator: the cluster runs gpu-operator-certified.v26.3.3; "
+            "gpudirect_rdma_gpu_operator_release plans gpu-operator-certified.v26.7.2: an "
+            "upgrade, which site.yml does not make (OLM reads the Subscription's startingCSV "
+            "only at install). Set gpudirect_rdma_gpu_operator_release to what runs",
+        ),
+        (
+            {"gpu_operator_release": "26.7.1"},
+            "26.7.2",
+            "error",
+            "gpudirect_rdma_gpu_operator_release plans gpu-operator-certified.v26.7.1: a "
+            "downgrade, which OLM cannot make (OLM reads the Subscription's startingCSV only at "
+            "install, and with Automatic approval follows its channel to the newest CSV)",
+        ),
+        (
+            {
+                "operators": {
+                    "gpu_operator": {
+                        "approval": "Manual",
+                        "starting_csv": GPU_CSV.format("26.7.1"),
+                    }
+                }
+            },
+            "26.7.2",
+            "error",
+            "gpudirect_rdma_operators.gpu_operator.starting_csv plans "
+            "gpu-operator-certified.v26.7.1: a downgrade, which OLM cannot make (OLM reads the "
+            "Subscription's startingCSV only at install). Set",
+        ),
+    ],
+)
+def test_an_operator_that_runs_another_csv_than_planned_is_refused_before_any_write(
+    overrides, installed, severity, words
+):
+    plan = plan_of(**overrides)
+    facts = healthy(plan)
+    facts.others = [
+        obj(
+            OLM,
+            "Subscription",
+            "gpu-operator-certified",
+            "nvidia-gpu-operator",
+            spec={"name": "gpu-operator-certified"},
+            status={"installedCSV": GPU_CSV.format(installed)},
+        )
+    ]
+    findings, _checks = run(plan, facts)
+    found = [m for m in messages(findings, severity) if m.startswith("operator-versions")]
+    assert len(found) == 1 and words in found[0], found
+    assert "uninstall the operator (playbooks/uninstall.yml)" in found[0] or severity == "ok"
+
+
+def catalog_findings(**overrides) -> list[str]:
+    plan = plan_of(**overrides)
+    findings, _checks = run(plan, healthy(plan))
+    return [
+        f"{severity} {m}"
+        for severity in ("error", "ok")
+        for m in messages(findings, severity)
+        if m.startswith("operator-catalog") and "GPU Operator" in m
+    ]
+
+
+def test_a_pinned_csv_the_catalog_channel_lacks_is_refused_naming_what_it_holds():
+    """The certified catalog of OpenShift 4.20 (the cluster's), channel v26.7: a starting_csv
+    it does not hold is refused before any write (it was written without a word before)."""
+    found = catalog_findings(
+        operators={
+            "gpu_operator": {
+                "approval": "Manual",
+                "starting_csv": GPU_CSV.format("99.0.0"),
+            }
+        }
+    )
+    assert found == [
+        "error operator-catalog: NVIDIA GPU Operator: channel v26.7 of the certified catalog of "
+        "OpenShift 4.20 does not hold gpu-operator-certified.v99.0.0 "
+        "(gpudirect_rdma_operators.gpu_operator.starting_csv): OLM cannot install it; the "
+        "channel holds gpu-operator-certified.v26.7.2, gpu-operator-certified.v26.7.1, "
+        "gpu-operator-certified.v26.7.0"
+    ]
+    held = catalog_findings(
+        operators={"gpu_operator": {"approval": "Manual"}}, gpu_operator_release="26.7.1"
+    )
+    assert held == [
+        "ok operator-catalog: NVIDIA GPU Operator: channel v26.7 of the certified catalog of "
+        "OpenShift 4.20 holds gpu-operator-certified.v26.7.1"
+    ]
+
+
+def test_automatic_approval_of_a_csv_below_the_channels_head_is_refused():
+    """OLM installs the head and follows every newer CSV: the release would not hold."""
+    (found,) = catalog_findings(gpu_operator_release="26.7.1")
+    assert found.startswith("error operator-catalog: NVIDIA GPU Operator: channel v26.7 ")
+    assert (
+        "with Automatic approval OLM installs its newest CSV, gpu-operator-certified.v26.7.2, not "
+        "gpu-operator-certified.v26.7.1 (gpudirect_rdma_gpu_operator_release), and then each "
+        "newer one: choose the release of gpu-operator-certified.v26.7.2, or approval Manual "
+        "(gpudirect_rdma_operators.gpu_operator.approval) to hold gpu-operator-certified.v26.7.1"
+        in found
+    )
+    assert catalog_findings()[0].startswith("ok operator-catalog"), "the default is the head"
+    # A mirror is not the certified catalog: not judged.
+    assert catalog_findings(gpu_operator_release="26.7.1", catalog_source="my-mirror") == []
+
+
 def network(kind, name, labels=None, **spec):
     api = "sriovnetwork.openshift.io/v1" if kind.startswith("Sriov") else "mellanox.com/v1alpha1"
     namespace = "openshift-sriov-network-operator" if kind.startswith("Sriov") else None

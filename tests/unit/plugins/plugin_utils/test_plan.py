@@ -74,8 +74,25 @@ def test_defaults_follow_red_hat():
         "source_namespace": "openshift-marketplace",
         "approval": "Automatic",
         "starting_csv": None,
+        "pinned_csv": None,
+        "pinned_by": None,
+        "catalog": None,
     }
     assert result["operators"]["gpu_operator"]["channel"] == "v26.7"
+    # The NVIDIA operators' releases pin their CSVs whatever the approval.
+    gpu = result["operators"]["gpu_operator"]
+    assert (gpu["starting_csv"], gpu["pinned_csv"], gpu["pinned_by"]) == (
+        None,
+        "gpu-operator-certified.v26.7.2",
+        "gpudirect_rdma_gpu_operator_release",
+    )
+    # What each OpenShift minor's certified catalog holds in its channel, newest first.
+    assert gpu["catalog"]["4.20"][0] == "gpu-operator-certified.v26.7.2"
+    assert result["operators"]["network_operator"]["catalog"]["4.22"] == [
+        "nvidia-network-operator.v26.7.1",
+        "nvidia-network-operator.v26.7.0-1",
+        "nvidia-network-operator.v26.7.0",
+    ]
     assert result["images"]["ofedDriver"]["version"] == "doca3.5.0-26.07-0.7.7.0-1"
 
 
