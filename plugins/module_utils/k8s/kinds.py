@@ -53,6 +53,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ),
     ("operators.coreos.com/v1alpha1", "InstallPlan"): ("installplans", True),
     ("operators.coreos.com/v1alpha1", "Subscription"): ("subscriptions", True),
+    ("operators.coreos.com/v2", "OperatorCondition"): ("operatorconditions", True),
     ("packages.operators.coreos.com/v1", "PackageManifest"): ("packagemanifests", True),
     ("sriovnetwork.openshift.io/v1", "SriovIBNetwork"): ("sriovibnetworks", True),
     ("sriovnetwork.openshift.io/v1", "SriovNetwork"): ("sriovnetworks", True),

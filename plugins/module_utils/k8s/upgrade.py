@@ -1,0 +1,253 @@
+"""Upgrade an operator installed through OLM to the CSV the plan pins, one InstallPlan at a time.
+
+way() reads what runs (the Subscription's installed CSV, the cluster's OpenShift minor) and finds
+the way through that minor's catalog (upgrade/graph.py): the InstallPlans to approve, each with
+the channel that resolves it; an installed CSV that is already the pin needs none, and a target
+OLM cannot reach (or a downgrade) is refused before any write (UpgradeRefused).
+
+walk() makes the way, each hop from what the cluster shows, so an interrupted run continues
+where the cluster is:
+  the Subscription holds (installPlanApproval Manual) while it steps -> an unapproved
+  InstallPlan for another CSV is deleted (a pending plan freezes the Subscription) -> the
+  Subscription moves to the hop's channel -> OLM plans the hop's CSV -> the installed CSV's
+  OperatorCondition must not say Upgradeable False (its message stops the walk) -> the plan is
+  approved, and no other -> the new CSV Succeeded and the one it replaced gone. At the end the
+  Subscription is as the plan has it (channel, approval, startingCSV).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import OLM, OlmError
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import SILENT
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import poll_intervals
+from ansible_collections.gpudirect.rdma.plugins.module_utils.upgrade.graph import (
+    Hop,
+    UpgradeRefused,
+    channels_from_entries,
+    upgrade_path,
+)
+
+CLUSTER_VERSION = ("config.openshift.io/v1", "ClusterVersion")
+OPERATOR_CONDITION = ("operators.coreos.com/v2", "OperatorCondition")
+
+
+class UpgradeHeld(OlmError):
+    """The installed CSV's OperatorCondition says the operator is not upgradeable."""
+
+
+@dataclass(frozen=True)
+class Way:
+    operator: str
+    installed: str
+    target: str
+    minor: str
+    hops: tuple[Hop, ...]
+
+    def lines(self) -> list[str]:
+        if not self.hops:
+            return [f"{self.operator}: {self.installed}, as planned"]
+        return [
+            f"{self.operator}: {hop.replaces} -> {hop.csv} (channel {hop.channel})"
+            for hop in self.hops
+        ]
+
+
+def _subscription(cluster, operator: dict) -> dict:
+    live = cluster.get(OLM, "Subscription", operator["subscription"], operator["namespace"])
+    if live is None:
+        raise UpgradeRefused(
+            f"Subscription {operator['namespace']}/{operator['subscription']} does not exist: "
+            "the operator is not installed by gpudirect.rdma here; run playbooks/site.yml"
+        )
+    return live
+
+
+def openshift_minor(cluster) -> str:
+    version = cluster.get(*CLUSTER_VERSION, "version")
+    running = (((version or {}).get("status") or {}).get("desired") or {}).get("version")
+    if not running:
+        raise UpgradeRefused(
+            "the cluster's OpenShift version is unknown (no ClusterVersion 'version'): the "
+            "upgrade follows the certified catalog of the cluster's OpenShift minor"
+        )
+    return ".".join(str(running).split(".")[:2])
+
+
+def way(cluster, key: str, operator: dict, graphs: dict, minor: str | None = None) -> Way:
+    """What runs and the InstallPlans to the pinned CSV (reads only); UpgradeRefused when there
+    is no way, naming the installed CSV, the target and the channel."""
+    live = _subscription(cluster, operator)
+    installed = (live.get("status") or {}).get("installedCSV")
+    target = operator.get("pinned_csv")
+    if not installed:
+        raise UpgradeRefused(
+            f"{key}: Subscription {operator['namespace']}/{operator['subscription']} has no "
+            "installed CSV yet: run playbooks/site.yml first"
+        )
+    minor = minor or openshift_minor(cluster)
+    if not target or installed == target:
+        return Way(key, installed, installed, minor, ())
+    if minor not in graphs:
+        raise UpgradeRefused(
+            f"{key}: installed {installed}, target {target}: the release data holds the "
+            f"certified catalog of OpenShift {', '.join(sorted(graphs))}, not {minor}"
+        )
+    channels = channels_from_entries(graphs[minor])
+    try:
+        hops = upgrade_path(channels, installed, target, operator["channel"])
+    except UpgradeRefused as error:
+        raise UpgradeRefused(f"{key} (OpenShift {minor}'s catalog): {error}") from None
+    if operator["approval"] == "Automatic":
+        head = channels[operator["channel"]].head()
+        if head is not None and head.name != target:
+            raise UpgradeRefused(
+                f"{key}: target {target} is not the newest CSV of channel {operator['channel']} "
+                f"({head.name}): with Automatic approval OLM would go on to that one once the "
+                "upgrade hands the Subscription back. Choose its release, or approval Manual"
+            )
+    return Way(key, installed, target, minor, tuple(hops))
+
+
+def _pending(cluster, live: dict) -> dict | None:
+    """The Subscription's InstallPlan while it is not Complete or Failed."""
+    ref = (live.get("status") or {}).get("installPlanRef")
+    if not ref:
+        return None
+    plan = cluster.get(OLM, "InstallPlan", ref["name"], ref["namespace"])
+    phase = ((plan or {}).get("status") or {}).get("phase")
+    return plan if plan is not None and phase not in ("Complete", "Failed") else None
+
+
+def _not_upgradeable(cluster, csv: str, namespace: str) -> str | None:
+    condition = cluster.get(*OPERATOR_CONDITION, csv, namespace)
+    if condition is None:
+        return None
+    for source in (
+        (condition.get("spec") or {}).get("overrides") or [],
+        (condition.get("status") or {}).get("conditions") or [],
+    ):
+        upgradeable = next((c for c in source if c.get("type") == "Upgradeable"), None)
+        if upgradeable is not None:
+            if upgradeable.get("status") == "False":
+                return upgradeable.get("message") or upgradeable.get("reason") or "no message"
+            return None
+    return None
+
+
+def _hop(cluster, operator: dict, hop: Hop, timeout: float, sleep, progress) -> str | None:
+    """One InstallPlan of the way, from what the cluster shows; the approved plan's name (None
+    when the hop had been made already)."""
+    name, namespace = operator["subscription"], operator["namespace"]
+    live = _subscription(cluster, operator)
+    if (live.get("status") or {}).get("installedCSV") == hop.csv:
+        return None
+    spec = live.get("spec") or {}
+    if spec.get("installPlanApproval") != "Manual":
+        cluster.patch(
+            OLM, "Subscription", name, namespace, {"spec": {"installPlanApproval": "Manual"}}
+        )
+    pending = _pending(cluster, live)
+    names = ((pending or {}).get("spec") or {}).get("clusterServiceVersionNames") or []
+    if pending is not None and names != [hop.csv] and not pending["spec"].get("approved"):
+        cluster.delete(OLM, "InstallPlan", pending["metadata"]["name"], namespace)
+    if spec.get("channel") != hop.channel:
+        cluster.patch(OLM, "Subscription", name, namespace, {"spec": {"channel": hop.channel}})
+    began = time.monotonic()
+    deadline = began + timeout
+    pauses = poll_intervals()
+    approved = None
+    seen = "no InstallPlan yet"
+    while True:
+        live = _subscription(cluster, operator)
+        status = live.get("status") or {}
+        if status.get("installedCSV") == hop.csv:
+            csv = cluster.get(OLM, "ClusterServiceVersion", hop.csv, namespace)
+            phase = ((csv or {}).get("status") or {}).get("phase")
+            replaced = cluster.get(OLM, "ClusterServiceVersion", hop.replaces, namespace)
+            if phase == "Succeeded" and replaced is None:
+                return approved
+            seen = f"CSV {hop.csv} phase {phase!r}" + (
+                f", {hop.replaces} still there" if replaced is not None else ""
+            )
+            if phase == "Failed":
+                raise OlmError(
+                    f"{operator['subscription']}: CSV {namespace}/{hop.csv} Failed "
+                    f"({(csv.get('status') or {}).get('message')}); {hop.replaces} keeps running. "
+                    f"Look at: oc -n {namespace} describe csv {hop.csv}"
+                )
+        else:
+            pending = _pending(cluster, live)
+            names = ((pending or {}).get("spec") or {}).get("clusterServiceVersionNames") or []
+            if pending is not None and names == [hop.csv]:
+                if not pending["spec"].get("approved"):
+                    held = _not_upgradeable(cluster, hop.replaces, namespace)
+                    if held is not None:
+                        raise UpgradeHeld(
+                            f"{operator['subscription']}: {hop.replaces} is not upgradeable "
+                            f"(its OperatorCondition: {held}); nothing was approved. Lift the "
+                            "hold (oc -n "
+                            f"{namespace} edit operatorcondition {hop.replaces}) and run again"
+                        )
+                    cluster.patch(
+                        OLM,
+                        "InstallPlan",
+                        pending["metadata"]["name"],
+                        namespace,
+                        {"spec": {"approved": True}},
+                    )
+                    approved = pending["metadata"]["name"]
+                seen = f"InstallPlan {pending['metadata']['name']} for {hop.csv} approved"
+            elif pending is not None:
+                raise OlmError(
+                    f"{operator['subscription']}: on channel {hop.channel} OLM planned "
+                    f"{', '.join(names)}, not {hop.csv}: the cluster's catalog differs from the "
+                    f"release data. Nothing was approved; look at: oc -n {namespace} get "
+                    "installplan,subscription"
+                )
+            else:
+                seen = f"Subscription {status.get('state') or 'resolving'} on channel {hop.channel}"
+        if time.monotonic() >= deadline:
+            raise OlmError(
+                f"{operator['subscription']}: {hop.replaces} -> {hop.csv} not done in time; last "
+                f"seen: {seen}. Look at: oc -n {namespace} get subscription,installplan,csv"
+            )
+        progress.waiting(began, timeout, f"{hop.replaces} -> {hop.csv}: {seen}")
+        sleep(next(pauses))
+
+
+def walk(
+    cluster,
+    operator: dict,
+    subscription: dict,
+    planned: Way,
+    check_mode: bool,
+    timeout: float,
+    sleep=time.sleep,
+    progress=SILENT,
+) -> list[dict]:
+    """Make the way's hops (none in check mode), then give the Subscription back as the plan has
+    it (subscription: the plan's object). Each hop's result: channel, csv, replaces, and the
+    InstallPlan approved (None when the cluster had made that hop already)."""
+    results = []
+    for hop in planned.hops:
+        result = {"channel": hop.channel, "csv": hop.csv, "replaces": hop.replaces}
+        if not check_mode:
+            result["install_plan"] = _hop(cluster, operator, hop, timeout, sleep, progress)
+        results.append(result)
+    if not check_mode and planned.hops:
+        cluster.patch(
+            OLM,
+            "Subscription",
+            operator["subscription"],
+            operator["namespace"],
+            {
+                "spec": {
+                    key: subscription["spec"].get(key)
+                    for key in ("channel", "installPlanApproval", "startingCSV")
+                }
+            },
+        )
+    return results

@@ -1,0 +1,131 @@
+"""The upgrade engine's reading of what runs and its refusals before any write (the walk itself
+runs against the simulated OLM: tests/integration/test_upgrade.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.upgrade import (
+    UpgradeRefused,
+    way,
+)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import UPGRADE_GRAPHS
+from tests.unit.inventories import inputs
+
+GPU = "gpu-operator-certified.v{}"
+
+
+class Cluster:
+    """Reads only: a Subscription with its installed CSV and a ClusterVersion."""
+
+    def __init__(self, installed: str | None, openshift: str | None = "4.20.8"):
+        self.objects = {}
+        if installed is not None or openshift:
+            self.objects[("Subscription", "nvidia-gpu-operator", "gpu-operator-certified")] = {
+                "status": {"installedCSV": installed} if installed else {}
+            }
+        if openshift:
+            self.objects[("ClusterVersion", None, "version")] = {
+                "status": {"desired": {"version": openshift}}
+            }
+        self.writes = []
+
+    def get(self, api_version, kind, name, namespace=None):
+        return self.objects.get((kind, namespace, name))
+
+
+def gpu(**overrides) -> dict:
+    return build_plan({**inputs("shared-device-roce"), **overrides})["operators"]["gpu_operator"]
+
+
+def test_the_way_from_what_runs_to_the_pin_one_release_line_at_a_time():
+    planned = way(
+        Cluster(GPU.format("25.3.4")), "gpu_operator", gpu(), UPGRADE_GRAPHS["gpu_operator"]
+    )
+    assert planned.minor == "4.20"
+    assert [(h.channel, h.csv) for h in planned.hops] == [
+        ("v25.10", GPU.format("25.10.1")),
+        ("v26.3", GPU.format("26.3.3")),
+        ("v26.7", GPU.format("26.7.2")),
+    ]
+    assert planned.lines()[0] == (
+        "gpu_operator: gpu-operator-certified.v25.3.4 -> gpu-operator-certified.v25.10.1 "
+        "(channel v25.10)"
+    )
+    same = way(Cluster(GPU.format("26.7.2")), "gpu_operator", gpu(), UPGRADE_GRAPHS["gpu_operator"])
+    assert same.hops == () and same.lines() == [
+        "gpu_operator: gpu-operator-certified.v26.7.2, as planned"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cluster", "overrides", "words"),
+    [
+        (Cluster(GPU.format("26.7.2")), {"gpu_operator_release": "26.3.3"}, "that is a downgrade"),
+        (Cluster(None), {}, "has no installed CSV yet: run playbooks/site.yml first"),
+        (
+            Cluster(GPU.format("25.3.4"), openshift=None),
+            {},
+            "the cluster's OpenShift version is unknown",
+        ),
+        (
+            Cluster(GPU.format("25.3.4"), openshift="4.16.3"),
+            {},
+            "the release data holds the certified catalog of OpenShift 4.18, 4.19, 4.20, 4.21, "
+            "4.22, not 4.16",
+        ),
+        (
+            Cluster(GPU.format("26.3.3")),
+            {"gpu_operator_release": "26.7.1"},
+            "What OLM would install next from gpu-operator-certified.v26.3.3, per channel: "
+            "stable -> gpu-operator-certified.v26.7.2, v26.7 -> gpu-operator-certified.v26.7.2",
+        ),
+    ],
+)
+def test_no_way_is_refused_before_any_write_saying_why(cluster, overrides, words):
+    with pytest.raises(UpgradeRefused, match=None) as refused:
+        way(cluster, "gpu_operator", gpu(**overrides), UPGRADE_GRAPHS["gpu_operator"])
+    assert words in str(refused.value)
+    assert cluster.writes == []
+
+
+NETWORK = "nvidia-network-operator.v{}"
+
+
+def network_cluster(installed: str) -> Cluster:
+    cluster = Cluster(None)
+    cluster.objects = {
+        ("Subscription", "nvidia-network-operator", "nvidia-network-operator"): {
+            "status": {"installedCSV": installed}
+        },
+        ("ClusterVersion", None, "version"): {"status": {"desired": {"version": "4.20.8"}}},
+    }
+    return cluster
+
+
+def test_a_target_below_its_channels_head_needs_manual_approval():
+    """Network Operator 26.4.1 -> 26.7.0 is one InstallPlan on stable; with Automatic approval
+    OLM would go on to v26.7's head, 26.7.1, once the Subscription is handed back."""
+    graphs = UPGRADE_GRAPHS["network_operator"]
+    operator = build_plan({**inputs("shared-device-roce"), "network_operator_release": "26.7.0"})
+    with pytest.raises(UpgradeRefused) as refused:
+        way(
+            network_cluster(NETWORK.format("26.4.1")),
+            "network_operator",
+            operator["operators"]["network_operator"],
+            graphs,
+        )
+    assert (
+        "target nvidia-network-operator.v26.7.0 is not the newest CSV of channel v26.7 "
+        "(nvidia-network-operator.v26.7.1): with Automatic approval OLM would go on"
+    ) in str(refused.value)
+    manual = build_plan(
+        {
+            **inputs("shared-device-roce"),
+            "network_operator_release": "26.7.0",
+            "operators": {"network_operator": {"approval": "Manual"}},
+        }
+    )["operators"]["network_operator"]
+    planned = way(network_cluster(NETWORK.format("26.4.1")), "network_operator", manual, graphs)
+    assert [(h.channel, h.csv) for h in planned.hops] == [("stable", NETWORK.format("26.7.0"))]
