@@ -298,25 +298,52 @@ def _installed(custom, namespace, package, csv_name):
 GPU = "gpu-operator-certified"
 
 
-def test_a_channel_change_upgrades_to_its_head_and_the_old_csv_is_replaced(custom, namespace):
-    """From the certified catalog template of OpenShift 4.20: every GPU Operator CSV's skipRange
-    covers all older versions, so moving the channel from v26.3 to v26.7 is one InstallPlan to
-    v26.7's head; the new CSV replaces the old, which goes Replacing, Deleting, then away."""
+def install_manually(custom, namespace, package, channel, csv_name):
+    """The package at csv_name with Manual approval (its InstallPlan approved), installed."""
     _operator_group(custom, namespace)
     _subscribe(
         custom,
         namespace,
-        GPU,
-        channel="v26.3",
+        package,
+        channel=channel,
         installPlanApproval="Manual",
-        startingCSV=f"{GPU}.v26.3.3",
+        startingCSV=csv_name,
     )
     _approve(
-        custom,
-        namespace,
-        _pending_plan(custom, namespace, GPU, f"{GPU}.v26.3.3")["metadata"]["name"],
+        custom, namespace, _pending_plan(custom, namespace, package, csv_name)["metadata"]["name"]
     )
-    _installed(custom, namespace, GPU, f"{GPU}.v26.3.3")
+    _installed(custom, namespace, package, csv_name)
+
+
+def hold(custom, namespace, csv_name, message):
+    """An administrator's override on the CSV's OperatorCondition: not upgradeable."""
+    custom.patch_namespaced_custom_object(
+        "operators.coreos.com",
+        "v2",
+        namespace,
+        "operatorconditions",
+        csv_name,
+        {
+            "spec": {
+                "overrides": [
+                    {
+                        "type": "Upgradeable",
+                        "status": "False",
+                        "reason": "Maintenance",
+                        "message": message,
+                        "lastTransitionTime": "2026-12-01T00:00:00Z",
+                    }
+                ]
+            }
+        },
+    )
+
+
+def test_a_channel_change_upgrades_to_its_head_and_the_old_csv_is_replaced(custom, namespace):
+    """From the certified catalog template of OpenShift 4.20: every GPU Operator CSV's skipRange
+    covers all older versions, so moving the channel from v26.3 to v26.7 is one InstallPlan to
+    v26.7's head; the new CSV replaces the old, which goes Replacing, Deleting, then away."""
+    install_manually(custom, namespace, GPU, "v26.3", f"{GPU}.v26.3.3")
     # v26.3's head is installed: nothing more to resolve there.
     time.sleep(1.5)
     assert len(_list(custom, namespace, "installplans")) == 1
@@ -340,46 +367,13 @@ def test_a_channel_change_upgrades_to_its_head_and_the_old_csv_is_replaced(custo
 def test_an_operator_condition_holds_the_upgrade_and_a_deleted_plan_is_resolved_again(
     custom, namespace
 ):
-    _operator_group(custom, namespace)
-    _subscribe(
-        custom,
-        namespace,
-        GPU,
-        channel="v26.3",
-        installPlanApproval="Manual",
-        startingCSV=f"{GPU}.v26.3.3",
-    )
-    _approve(
-        custom,
-        namespace,
-        _pending_plan(custom, namespace, GPU, f"{GPU}.v26.3.3")["metadata"]["name"],
-    )
-    _installed(custom, namespace, GPU, f"{GPU}.v26.3.3")
+    install_manually(custom, namespace, GPU, "v26.3", f"{GPU}.v26.3.3")
     # OLM made the CSV's OperatorCondition; an administrator's override holds upgrades.
     condition = wait_for(
         lambda: _operator_condition(custom, namespace, f"{GPU}.v26.3.3"),
         what="the CSV's OperatorCondition",
     )
-    custom.patch_namespaced_custom_object(
-        "operators.coreos.com",
-        "v2",
-        namespace,
-        "operatorconditions",
-        condition["metadata"]["name"],
-        {
-            "spec": {
-                "overrides": [
-                    {
-                        "type": "Upgradeable",
-                        "status": "False",
-                        "reason": "Maintenance",
-                        "message": "frozen for the quarter-end jobs",
-                        "lastTransitionTime": "2026-12-01T00:00:00Z",
-                    }
-                ]
-            }
-        },
-    )
+    hold(custom, namespace, condition["metadata"]["name"], "frozen for the quarter-end jobs")
     custom.patch_namespaced_custom_object(
         *OLM, namespace, "subscriptions", GPU, {"spec": {"channel": "v26.7"}}
     )

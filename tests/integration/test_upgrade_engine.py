@@ -20,12 +20,10 @@ from tests.integration.helpers import wait_for
 from tests.integration.test_api_connection import Module
 from tests.integration.test_simulator import (
     OLM,
-    _approve,
     _installed,
     _list,
-    _operator_group,
-    _pending_plan,
-    _subscribe,
+    hold,
+    install_manually,
 )
 from tests.unit.inventories import inputs
 
@@ -37,21 +35,7 @@ GRAPHS = UPGRADE_GRAPHS["gpu_operator"]
 def installed_25_10(custom, namespace):
     """GPU Operator 25.10.1 installed with Manual approval in the test's namespace, and the
     plan's operator settings (release 26.7.2, Manual) pointed at it."""
-    _operator_group(custom, namespace)
-    _subscribe(
-        custom,
-        namespace,
-        GPU,
-        channel="v25.10",
-        installPlanApproval="Manual",
-        startingCSV=f"{GPU}.v25.10.1",
-    )
-    _approve(
-        custom,
-        namespace,
-        _pending_plan(custom, namespace, GPU, f"{GPU}.v25.10.1")["metadata"]["name"],
-    )
-    _installed(custom, namespace, GPU, f"{GPU}.v25.10.1")
+    install_manually(custom, namespace, GPU, "v25.10", f"{GPU}.v25.10.1")
     plan = build_plan(
         {**inputs("shared-device-roce"), "operators": {"gpu_operator": {"approval": "Manual"}}}
     )
@@ -119,26 +103,7 @@ def test_a_hold_stops_the_walk_before_any_approval_and_a_rerun_continues(
         ),
         what="the OperatorCondition of 26.3.3",
     )
-    custom.patch_namespaced_custom_object(
-        "operators.coreos.com",
-        "v2",
-        namespace,
-        "operatorconditions",
-        f"{GPU}.v26.3.3",
-        {
-            "spec": {
-                "overrides": [
-                    {
-                        "type": "Upgradeable",
-                        "status": "False",
-                        "reason": "Freeze",
-                        "message": "training runs until Friday",
-                        "lastTransitionTime": "2026-12-01T00:00:00Z",
-                    }
-                ]
-            }
-        },
-    )
+    hold(custom, namespace, f"{GPU}.v26.3.3", "training runs until Friday")
     rest = way(cluster, "gpu_operator", operator, GRAPHS)
     assert [(h.channel, h.csv) for h in rest.hops] == [("v26.7", f"{GPU}.v26.7.2")]
     with pytest.raises(
