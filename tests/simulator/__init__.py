@@ -5,7 +5,15 @@ See README.md beside this file for exactly what it simulates.
 
 from __future__ import annotations
 
-from tests.simulator import maintenance, nic_configuration, olm, openshift, operators, pods
+from tests.simulator import (
+    drivers,
+    maintenance,
+    nic_configuration,
+    olm,
+    openshift,
+    operators,
+    pods,
+)
 from tests.simulator.catalog import load_catalog
 from tests.simulator.core import DelayGate, Simulator
 
@@ -17,8 +25,11 @@ def build_simulator(api_client, interval: float = 0.2, webhooks=None) -> Simulat
     The order matters: the NIC Configuration and Maintenance Operators read the CSVs,
     NicClusterPolicies and nodes that OLM and the operators before them listed in the same tick
     (World.listed), so they cost no request while there is nothing for them to do; the
-    Maintenance Operator sees the NodeMaintenances the NIC configuration daemon asked for."""
+    Maintenance Operator sees the NodeMaintenances the NIC configuration daemon asked for. The
+    driver upgrade controllers come after it (they read its NodeMaintenances) and serve their
+    driver pods' logs through the kubelet's log endpoint."""
     gate = DelayGate()
+    kubelet = pods.Pods(DelayGate())
     return Simulator(
         api_client,
         [
@@ -27,7 +38,8 @@ def build_simulator(api_client, interval: float = 0.2, webhooks=None) -> Simulat
             *operators.controllers(),
             nic_configuration.NicConfigurationOperator(gate),
             maintenance.MaintenanceOperator(gate),
-            pods.Pods(DelayGate()),
+            *drivers.controllers(gate, kubelet.logs.logs),
+            kubelet,
         ],
         interval=interval,
     )
