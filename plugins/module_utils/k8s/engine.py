@@ -82,6 +82,7 @@ class Engine:
         sleep=time.sleep,
         decided: dict | None = None,
         progress=SILENT,
+        replacing: tuple = (),
     ):
         self.cluster = cluster
         self.reads = Reads(cluster)
@@ -97,6 +98,8 @@ class Engine:
         # An earlier run's preflight verdict for this plan (preflight.verdict): only the checks
         # it left skipped are judged again.
         self.decided = decided
+        # Preflight checks judged instead of those of the same name (preflight.judge).
+        self.replacing = replacing
         self.verdict: dict | None = None
         self.findings: list[dict] = []
         self.steps: list[dict] = []
@@ -109,7 +112,13 @@ class Engine:
         an error. With an earlier verdict, only the checks it left skipped."""
         objects = [o for step in table.STEPS for o in self._objects(step, None)]
         self.findings, self.verdict = preflight.judge(
-            self.reads, self.plan, objects, self.take_over, self.cluster.server, self.decided
+            self.reads,
+            self.plan,
+            objects,
+            self.take_over,
+            self.cluster.server,
+            self.decided,
+            self.replacing,
         )
         if any(f["severity"] == "error" for f in self.findings):
             raise PreflightFailed(self.findings, (self.decided or {}).get("written"))

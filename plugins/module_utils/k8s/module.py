@@ -2,9 +2,10 @@
 connection options, the connection, and one way to end (run_module: a module's main() is
 `run_module(OPTIONS, body)`, body(module, cluster, done) returns the result, `done` holds what
 is reported if it fails). The engine's own failures (a gate, a foreign object, a refusal, a
-preflight error, OLM, a kind not served, a deletion that does not end) end the module with their
-message and what they carry; a 403, a silent API server or an unhandled API answer end it with
-the request and the server (client.failing_clearly), never a traceback.
+preflight error, OLM, a kind not served, a deletion that does not end, an upgrade with no way)
+end the module with their message and what they carry; a 403, a silent API server or an
+unhandled API answer end it with the request and the server (client.failing_clearly), never a
+traceback.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import P
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import OlmError
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import Progress
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import GateError
+from ansible_collections.gpudirect.rdma.plugins.module_utils.upgrade.graph import UpgradeRefused
 
 
 class ModuleFailure(Exception):
@@ -64,7 +66,7 @@ def reported(error: Exception) -> dict | None:
     if isinstance(error, PreflightFailed):
         # The message holds the summary already: once is enough in the task's output.
         return {"findings": error.findings}
-    if isinstance(error, (Refused, OlmError, NotServed, TimeoutError)):
+    if isinstance(error, (Refused, OlmError, NotServed, TimeoutError, UpgradeRefused)):
         return {}
     return None
 

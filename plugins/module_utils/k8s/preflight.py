@@ -62,7 +62,7 @@ __all__ = [
 
 
 # -- the checks of every run ---------------------------------------------------------------------
-def _minor(version: str | None) -> tuple[int, int] | None:
+def minor_of(version: str | None) -> tuple[int, int] | None:
     try:
         major, minor = str(version).split(".")[:2]
         return int(major), int(minor)
@@ -74,7 +74,7 @@ def _release_findings(cluster_version: str, running: str, support: dict, own: bo
     """The collection's range (an error outside it); an operator release that the cluster's
     certified catalog does not carry (an error: OLM cannot install it), or whose range does not
     cover the cluster (a warning); each naming the releases that would do."""
-    covered = _minor(support["minimum"]) <= _minor(running) <= _minor(support["maximum"])
+    covered = minor_of(support["minimum"]) <= minor_of(running) <= minor_of(support["maximum"])
     judged = running in support.get("catalog_minors", ())
     carried = running in support.get("catalogs", ())
     if covered and (carried or not judged):
@@ -130,7 +130,7 @@ def check_openshift(plan: dict, objects: list[dict], facts: Facts, take_over: bo
         ]
     cluster_version = ((version.get("status") or {}).get("desired") or {}).get("version")
     found = [finding("openshift", "ok", f"OpenShift {cluster_version}")]
-    minor = _minor(cluster_version)
+    minor = minor_of(cluster_version)
     if minor is None:
         return [
             *found,
@@ -301,11 +301,9 @@ def _older(installed: str, pinned: str) -> bool | None:
         return None
 
 
-def check_operator_versions(plan: dict, objects: list[dict], facts: Facts, take_over: bool):
-    """Each operator this run installs runs the CSV the plan pins (pinned_csv). OLM reads
-    startingCSV only at install: a pin changed since is an upgrade that site.yml does not make,
-    or a downgrade, which OLM cannot make."""
-    found = []
+def running_operators(plan: dict, objects: list[dict], facts: Facts):
+    """(key, title, the plan's operator, its installed CSV) of each operator the run installs
+    (its Subscription among the objects) that has a pinned CSV and runs one already."""
     titles = {step.operator.key: step.title for step in STEPS if step.operator}
     subscriptions = {
         (o["metadata"]["namespace"], o["metadata"]["name"])
@@ -313,23 +311,42 @@ def check_operator_versions(plan: dict, objects: list[dict], facts: Facts, take_
         if o["kind"] == "Subscription"
     }
     for key, operator in plan["operators"].items():
-        where = (operator["namespace"], operator["subscription"])
-        pinned = operator.get("pinned_csv")
-        if where not in subscriptions or not pinned:
+        if (operator["namespace"], operator["subscription"]) not in subscriptions:
+            continue
+        if not operator.get("pinned_csv"):
             continue
         live = facts.one(*SUBSCRIPTION, operator["subscription"], operator["namespace"])
         installed = ((live or {}).get("status") or {}).get("installedCSV")
-        if not installed:
-            continue
-        title = titles.get(key, key)
+        if installed:
+            yield key, titles.get(key, key), operator, installed
+
+
+def check_operator_versions(plan: dict, objects: list[dict], facts: Facts, take_over: bool):
+    """Each operator this run installs runs the CSV the plan pins (pinned_csv). OLM reads
+    startingCSV only at install: a pin changed since is an upgrade, which upgrade.yml makes, or
+    a downgrade, which OLM cannot make."""
+    found = []
+    for _key, title, operator, installed in running_operators(plan, objects, facts):
+        pinned = operator["pinned_csv"]
         if installed == pinned:
             found.append(finding("operator-versions", "ok", f"{title}: {installed}, as planned"))
             continue
         older = _older(installed, pinned)
+        if older:
+            found.append(
+                finding(
+                    "operator-versions",
+                    "error",
+                    f"{title}: the cluster runs {installed}; {operator['pinned_by']} plans "
+                    f"{pinned}: an upgrade (OLM reads the Subscription's startingCSV only at "
+                    "install, so site.yml does not make it). Run playbooks/upgrade.yml, which "
+                    "steps through OLM's upgrade graph to it, or set "
+                    f"{operator['pinned_by']} to what runs",
+                )
+            )
+            continue
         direction = (
-            "an upgrade, which site.yml does not make"
-            if older
-            else "a downgrade, which OLM cannot make"
+            "a downgrade, which OLM cannot make"
             if older is False
             else "another version, which site.yml does not install over it"
         )
@@ -357,7 +374,7 @@ def check_operator_catalog(plan: dict, objects: list[dict], facts: Facts, take_o
     the channel's head (OLM installs the head and follows each newer CSV). A release no catalog
     of the minor carries is the openshift-version check's; a mirrored catalog is not judged."""
     version = facts.one(*CLUSTER_VERSION, "version")
-    minor = _minor(((version or {}).get("status") or {}).get("desired", {}).get("version"))
+    minor = minor_of(((version or {}).get("status") or {}).get("desired", {}).get("version"))
     if minor is None:
         return []
     running = f"{minor[0]}.{minor[1]}"
@@ -539,11 +556,15 @@ def judge(
     take_over: bool,
     server: str | None,
     decided: dict | None = None,
+    replacing: tuple[Check, ...] = (),
 ) -> tuple[list[dict], dict]:
     """gather, then evaluate; a first read the user may not make (Forbidden) is the finding that
     says who may not do what and the fix. decided: an earlier run's verdict for this plan (its
-    checks that ran are not judged again). Returns the findings of this run and the verdict."""
-    checks = checks_of(plan)
+    checks that ran are not judged again); replacing: checks judged instead of those of the same
+    name (an upgrade judges operator-versions its own way). Returns the findings of this run and
+    the verdict."""
+    instead = {check.name: check for check in replacing}
+    checks = [instead.get(check.name, check) for check in checks_of(plan)]
     earlier = decided if decided and decided.get("plan") == digest(plan) else None
     if earlier:
         checks = [c for c in checks if c.name in earlier["pending"]]

@@ -21,9 +21,20 @@ import time
 from dataclasses import dataclass
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import OLM, OlmError
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (
+    SUBSCRIPTION,
+    minor_of,
+    running_operators,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import SILENT
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import poll_intervals
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.checks import (
+    Check,
+    Read,
+    finding,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.upgrade.graph import (
+    Downgrade,
     Hop,
     UpgradeRefused,
     channels_from_entries,
@@ -31,6 +42,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.upgrade.graph impor
 )
 
 CLUSTER_VERSION = ("config.openshift.io/v1", "ClusterVersion")
+CHECK = "operator-versions"
 OPERATOR_CONDITION = ("operators.coreos.com/v2", "OperatorCondition")
 
 
@@ -49,10 +61,11 @@ class Way:
     def lines(self) -> list[str]:
         if not self.hops:
             return [f"{self.operator}: {self.installed}, as planned"]
-        return [
-            f"{self.operator}: {hop.replaces} -> {hop.csv} (channel {hop.channel})"
-            for hop in self.hops
-        ]
+        return [f"{self.operator}: {described(hop)}" for hop in self.hops]
+
+
+def described(hop: Hop) -> str:
+    return f"{hop.replaces} -> {hop.csv} (channel {hop.channel})"
 
 
 def _subscription(cluster, operator: dict) -> dict:
@@ -76,39 +89,142 @@ def openshift_minor(cluster) -> str:
     return ".".join(str(running).split(".")[:2])
 
 
-def way(cluster, key: str, operator: dict, graphs: dict, minor: str | None = None) -> Way:
-    """What runs and the InstallPlans to the pinned CSV (reads only); UpgradeRefused when there
-    is no way, naming the installed CSV, the target and the channel."""
-    live = _subscription(cluster, operator)
-    installed = (live.get("status") or {}).get("installedCSV")
+def plan_way(
+    key: str, operator: dict, installed: str, minor: str, graphs: dict, name: str | None = None
+) -> Way:
+    """The InstallPlans from the installed CSV to the pinned one through OpenShift minor's
+    catalog (graphs: {minor: {channel: entries}}), reading nothing; UpgradeRefused (Downgrade
+    for an older target) when there is no way, naming the operator (name, else key), the
+    installed CSV, the target and the channel."""
+    name = name or key
     target = operator.get("pinned_csv")
-    if not installed:
-        raise UpgradeRefused(
-            f"{key}: Subscription {operator['namespace']}/{operator['subscription']} has no "
-            "installed CSV yet: run playbooks/site.yml first"
-        )
-    minor = minor or openshift_minor(cluster)
     if not target or installed == target:
         return Way(key, installed, installed, minor, ())
     if minor not in graphs:
         raise UpgradeRefused(
-            f"{key}: installed {installed}, target {target}: the release data holds the "
+            f"{name}: installed {installed}, target {target}: the release data holds the "
             f"certified catalog of OpenShift {', '.join(sorted(graphs))}, not {minor}"
         )
     channels = channels_from_entries(graphs[minor])
     try:
         hops = upgrade_path(channels, installed, target, operator["channel"])
+    except Downgrade as error:
+        raise Downgrade(f"{name}: {error}") from None
     except UpgradeRefused as error:
-        raise UpgradeRefused(f"{key} (OpenShift {minor}'s catalog): {error}") from None
+        raise UpgradeRefused(f"{name} (OpenShift {minor}'s catalog): {error}") from None
     if operator["approval"] == "Automatic":
         head = channels[operator["channel"]].head()
         if head is not None and head.name != target:
             raise UpgradeRefused(
-                f"{key}: target {target} is not the newest CSV of channel {operator['channel']} "
+                f"{name}: target {target} is not the newest CSV of channel {operator['channel']} "
                 f"({head.name}): with Automatic approval OLM would go on to that one once the "
                 "upgrade hands the Subscription back. Choose its release, or approval Manual"
             )
     return Way(key, installed, target, minor, tuple(hops))
+
+
+def way(cluster, key: str, operator: dict, graphs: dict, minor: str | None = None) -> Way:
+    """What runs (the Subscription's installed CSV, the cluster's OpenShift minor) and the
+    InstallPlans from there to the pinned CSV (plan_way); reads only."""
+    live = _subscription(cluster, operator)
+    installed = (live.get("status") or {}).get("installedCSV")
+    if not installed:
+        raise UpgradeRefused(
+            f"{key}: Subscription {operator['namespace']}/{operator['subscription']} has no "
+            "installed CSV yet: run playbooks/site.yml first"
+        )
+    return plan_way(key, operator, installed, minor or openshift_minor(cluster), graphs)
+
+
+def upgrade_check(graphs: dict) -> Check:
+    """An upgrade run's operator-versions check (judged instead of site.yml's, which refuses any
+    CSV but the pinned one): each operator the run installs runs the pinned CSV or has a way
+    there through its catalog (graphs: {operator key: {minor: {channel: entries}}}); a downgrade,
+    a target the channels cannot reach or an operator whose catalog the release data does not
+    keep is an error, before any write."""
+
+    def judge(plan: dict, objects: list[dict], facts, take_over: bool) -> list[dict]:
+        version = facts.one(*CLUSTER_VERSION, "version")
+        running = (((version or {}).get("status") or {}).get("desired") or {}).get("version")
+        if not running:
+            return []  # the openshift check says the cluster is not OpenShift
+        minor = ".".join(str(running).split(".")[:2])
+        found = []
+        for key, title, operator, installed in running_operators(plan, objects, facts):
+            pinned = operator["pinned_csv"]
+            if installed == pinned:
+                found.append(finding(CHECK, "ok", f"{title}: {installed}, as planned"))
+                continue
+            if key not in graphs:
+                found.append(
+                    finding(
+                        CHECK,
+                        "error",
+                        f"{title}: the cluster runs {installed}; {operator['pinned_by']} plans "
+                        f"{pinned}, and the release data keeps no upgrade graph of "
+                        f"{operator['package']}: approve its InstallPlans with OLM (oc -n "
+                        f"{operator['namespace']} get installplan), or set "
+                        f"{operator['pinned_by']} to what runs",
+                    )
+                )
+                continue
+            # A downgrade first (nothing else matters then), then a release NVIDIA does not
+            # support here, then no way.
+            refusal = None
+            try:
+                planned = plan_way(key, operator, installed, minor, graphs[key], title)
+            except Downgrade as error:
+                found.append(finding(CHECK, "error", str(error)))
+                continue
+            except UpgradeRefused as error:
+                refusal = str(error)
+            unsupported = _unsupported(plan, title, pinned, str(running))
+            if unsupported or refusal:
+                found.append(finding(CHECK, "error", unsupported or refusal))
+                continue
+            steps = "; ".join(described(hop) for hop in planned.hops)
+            found.append(
+                finding(
+                    CHECK,
+                    "ok",
+                    f"{title}: {installed} to {pinned} ({operator['pinned_by']}) in "
+                    f"{len(planned.hops)} InstallPlan(s): {steps}",
+                )
+            )
+        return found
+
+    def reads(plan: dict, objects: list[dict]) -> tuple[Read, ...]:
+        subscriptions = (
+            Read(*SUBSCRIPTION, o["metadata"]["name"], o["metadata"]["namespace"])
+            for o in objects
+            if o["kind"] == "Subscription"
+        )
+        return (Read(*CLUSTER_VERSION, "version"), *subscriptions)
+
+    return Check(CHECK, judge, reads)
+
+
+def _unsupported(plan: dict, title: str, target: str, running: str) -> str | None:
+    """Why an upgrade to target is refused on OpenShift `running`: its release is documented
+    for other minors (site.yml only warns of that for an install; an upgrade would take a
+    cluster that works onto a release NVIDIA does not support there). None when it is."""
+    support = next(
+        (s for s in plan["openshift_support"][1:] if s["component"].startswith(f"{title} ")),
+        None,
+    )
+    minor = minor_of(running)
+    if support is None or minor is None:
+        return None
+    if minor_of(support["minimum"]) <= minor <= minor_of(support["maximum"]):
+        return None
+    instead = (support.get("covering") or {}).get(f"{minor[0]}.{minor[1]}")
+    return (
+        f"{title}: the upgrade to {target} is refused: NVIDIA supports {support['component']} "
+        f"on OpenShift {support['minimum']} to {support['maximum']}, and the cluster runs "
+        f"{running}. Pin a release that supports it"
+        + (f" ({', '.join(instead)})" if instead else "")
+        + ", or upgrade OpenShift first"
+    )
 
 
 def _pending(cluster, live: dict) -> dict | None:

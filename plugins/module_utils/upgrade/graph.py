@@ -29,6 +29,10 @@ class UpgradeRefused(Exception):
     """No way through the graph, or one the operator's vendor does not support."""
 
 
+class Downgrade(UpgradeRefused):
+    """The target is older than what runs: OLM never installs an older version."""
+
+
 def semver(version: str) -> tuple:
     """A sort key of a semantic version as OLM compares them (blang/semver): a pre-release
     (26.7.0-1, 26.7.0-rc.2) sorts below its release; ValueError for anything else."""
@@ -197,6 +201,19 @@ def _lines(channels: dict[str, Channel]) -> list[tuple[int, int]]:
     return sorted({release_line(e.version) for c in channels.values() for e in c.entries})
 
 
+def refuse_downgrade(installed: str, target: str) -> None:
+    """Downgrade when the target is an older version than what runs (a CSV the graph does not
+    reach: a rebuilt bundle, 26.7.0-1, is reached from 26.7.0 by its replaces edge though semver
+    puts it lower)."""
+    if semver(version_of(target)) < semver(version_of(installed)):
+        raise Downgrade(
+            f"installed {installed}, target {target}: that is a downgrade, which OLM cannot do "
+            "(it never installs an older version). To go back: uninstall the operator "
+            "(playbooks/uninstall.yml) and install it again at the older release (startingCSV "
+            f"{target})"
+        )
+
+
 def upgrade_path(
     channels: dict[str, Channel], installed: str, target: str, target_channel: str
 ) -> list[Hop]:
@@ -235,12 +252,7 @@ def upgrade_path(
             reached[hop.name] = [*reached[current], Hop(name, hop.name, hop.version, current)]
             queue.append(hop.name)
     if target not in reached:
-        if semver(target_version) < semver(installed_version):
-            raise UpgradeRefused(
-                f"{where}: that is a downgrade, which OLM cannot do (it never installs an "
-                "older version). To go back: uninstall the operator (playbooks/uninstall.yml) "
-                f"and install it again at the older release (startingCSV {target})"
-            )
+        refuse_downgrade(installed, target)
         raise UpgradeRefused(_unreachable(channels, installed, target, target_channel, lines))
     return reached[target]
 

@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import evaluate
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.upgrade import (
     UpgradeRefused,
+    upgrade_check,
     way,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import UPGRADE_GRAPHS
 from tests.unit.inventories import inputs
+from tests.unit.plugins.module_utils.test_preflight import (
+    OLM,
+    build_objects,
+    healthy,
+    obj,
+    plan_of,
+)
 
 GPU = "gpu-operator-certified.v{}"
 
@@ -129,3 +138,75 @@ def test_a_target_below_its_channels_head_needs_manual_approval():
     )["operators"]["network_operator"]
     planned = way(network_cluster(NETWORK.format("26.4.1")), "network_operator", manual, graphs)
     assert [(h.channel, h.csv) for h in planned.hops] == [("stable", NETWORK.format("26.7.0"))]
+
+
+def upgrade_findings(installed: str, **overrides) -> list[str]:
+    """The upgrade run's operator-versions findings of a cluster on OpenShift 4.20 whose GPU
+    Operator runs `installed`."""
+    plan = plan_of(**overrides)
+    world = healthy(plan)
+    world.others = [
+        obj(
+            OLM,
+            "Subscription",
+            "gpu-operator-certified",
+            "nvidia-gpu-operator",
+            status={"installedCSV": installed},
+        )
+    ]
+    objects = build_objects(plan)
+    check = upgrade_check(UPGRADE_GRAPHS)
+    findings = check.judge(plan, objects, world.facts(objects), False)
+    return [f"{f['severity']} {f['message']}" for f in findings]
+
+
+def test_an_upgrade_run_judges_each_operators_way_before_any_write():
+    assert upgrade_findings(GPU.format("25.10.1")) == [
+        "ok NVIDIA GPU Operator: gpu-operator-certified.v25.10.1 to "
+        "gpu-operator-certified.v26.7.2 (gpudirect_rdma_gpu_operator_release) in 2 "
+        "InstallPlan(s): gpu-operator-certified.v25.10.1 -> gpu-operator-certified.v26.3.3 "
+        "(channel v26.3); gpu-operator-certified.v26.3.3 -> gpu-operator-certified.v26.7.2 "
+        "(channel v26.7)"
+    ]
+    assert upgrade_findings(GPU.format("26.7.2")) == [
+        "ok NVIDIA GPU Operator: gpu-operator-certified.v26.7.2, as planned"
+    ]
+    (downgrade,) = upgrade_findings(GPU.format("26.7.2"), gpu_operator_release="26.3.3")
+    assert downgrade.startswith(
+        "error NVIDIA GPU Operator: installed "
+        "gpu-operator-certified.v26.7.2, target gpu-operator-certified.v26.3.3: that is a "
+        "downgrade, which OLM cannot do"
+    )
+    assert "uninstall the operator (playbooks/uninstall.yml)" in downgrade
+
+
+def test_site_refuses_what_an_upgrade_run_walks():
+    """The same cluster under site.yml's check: an upgrade it does not make, pointing to
+    upgrade.yml (the upgrade run judges operator-versions instead: judge(replacing=...))."""
+    plan = plan_of()
+    world = healthy(plan)
+    world.others = [
+        obj(
+            OLM,
+            "Subscription",
+            "gpu-operator-certified",
+            "nvidia-gpu-operator",
+            status={"installedCSV": GPU.format("25.10.1")},
+        )
+    ]
+    objects = build_objects(plan)
+    found = [
+        f
+        for f in evaluate(plan, objects, world.facts(objects))
+        if f["check"] == "operator-versions"
+    ]
+    assert [f["severity"] for f in found] == ["error"]
+    assert "Run playbooks/upgrade.yml" in found[0]["message"]
+    replaced = [
+        f
+        for f in evaluate(
+            plan, objects, world.facts(objects), checks=[upgrade_check(UPGRADE_GRAPHS)]
+        )
+        if f["check"] == "operator-versions"
+    ]
+    assert [f["severity"] for f in replaced] == ["ok"]
