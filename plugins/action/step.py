@@ -2,14 +2,12 @@
 
 A role's task names the role (every step of the table the role runs) or one step; this action
 gives the module:
-- the plan: gpudirect_rdma_plan when the play has one (site.yml plans once), else the plan of
-  the gpudirect_rdma_* variables (a role used alone);
+- the plan and the preflight verdict of the run so far, as every action of a module that runs
+  the plan gives them (plugin_utils/plan_action.py);
 - each step's settings, under the engine's names, from the role variables the step declares
   (steps.base.Setting): the variable when set, else its declared default (which
   roles/<role>/defaults/main.yml repeats, written from it by make docs); bad values fail here,
   naming the variable;
-- the preflight verdict of the run so far (gpudirect_rdma_preflight), so that the cluster is
-  judged once a run; the module's new verdict is set back as that fact;
 - gpudirect_rdma_take_over, and the registry login gpudirect_rdma_image_registry_username and
   _password when the plan has a pull Secret;
 - the connection options given to the task (or by module_defaults), else those of the
@@ -19,22 +17,15 @@ gives the module:
 from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
-    ModuleAction,
     connection_args,
     preload,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import (
-    checked_inventory,
-    templated,
-)
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan_action import PlanAction
 
 MODULE = "gpudirect.rdma.step"
 preload(MODULE)
-# The run's preflight verdict: set by each step task, read by the next.
-PREFLIGHT_FACT = "gpudirect_rdma_preflight"
 TYPES = {"int": int, "float": float}
 
 
@@ -59,18 +50,7 @@ def check_setting(setting: table.Setting, value):
     return number
 
 
-class ActionModule(ModuleAction):
-    def _var(self, task_vars: dict, name: str, default=None):
-        if name not in task_vars:
-            return default
-        return templated(self._templar, task_vars[name])
-
-    def _plan(self, task_vars: dict) -> dict:
-        plan = self._var(task_vars, "gpudirect_rdma_plan")
-        if plan:
-            return plain(plan)
-        return checked_inventory(self._templar, task_vars)["plan"]
-
+class ActionModule(PlanAction):
     def _settings(self, names: list[str], task_vars: dict) -> dict:
         found = {}
         for name in names:
@@ -89,7 +69,7 @@ class ActionModule(ModuleAction):
         args = dict(self._task.args)
         try:
             names = table.selected(args.get("name"), args.get("role"))
-            plan = plain(args["plan"]) if args.get("plan") else self._plan(task_vars)
+            plan = self._plan(args, task_vars)
             settings = self._settings(names, task_vars)
         except (PlanError, SettingError, ValueError) as error:
             result.update(failed=True, msg=str(error))
@@ -102,7 +82,7 @@ class ActionModule(ModuleAction):
             "take_over": args.get(
                 "take_over", self._var(task_vars, "gpudirect_rdma_take_over", False)
             ),
-            "preflight": args.get("preflight", self._var(task_vars, PREFLIGHT_FACT)),
+            "preflight": self._verdict(args, task_vars),
         }
         if plan.get("image_registry_secret") and "registry_login" not in args:
             login = {
@@ -121,8 +101,6 @@ class ActionModule(ModuleAction):
                 return result
             options["registry_login"] = login
         ran = self._run_module(MODULE, options, task_vars)
-        # The module's result without its arguments (the whole plan and the login).
-        result.update({key: value for key, value in ran.items() if key != "invocation"})
-        if ran.get("preflight"):
-            result["ansible_facts"] = {PREFLIGHT_FACT: ran["preflight"]}
+        # Without its arguments (the whole plan and the login).
+        self._keep_verdict(result, ran)
         return result

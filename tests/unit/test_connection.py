@@ -43,9 +43,10 @@ def test_every_module_of_the_k8s_group_has_an_action_that_passes_the_variables()
         action = importlib.import_module(
             f"ansible_collections.gpudirect.rdma.plugins.action.{module}"
         ).ActionModule
-        # The step action builds the module's options itself, with connection_args.
+        # The step and upgrade actions build the module's options themselves, with
+        # connection_args.
         assert action is ConnectionAction or (
-            module == "step" and "connection_args(" in inspect.getsource(action)
+            module in ("step", "upgrade") and "connection_args(" in inspect.getsource(action)
         ), f"plugins/action/{module}.py does not pass the connection"
 
 
@@ -121,7 +122,8 @@ def local_action(module: str, *, transport="local", become=False, async_val=0):
 
 
 @pytest.mark.parametrize(
-    "module", ["apply", "wait", "remove", "step", "preflight", "diagnostics", "manifest_tree"]
+    "module",
+    ["apply", "wait", "remove", "step", "preflight", "diagnostics", "manifest_tree", "upgrade"],
 )
 def test_every_module_runs_in_the_actions_process_on_a_local_connection(module):
     code = importlib.import_module(f"ansible_collections.gpudirect.rdma.plugins.modules.{module}")
@@ -204,7 +206,16 @@ def test_a_module_here_gets_plain_arguments_as_a_shipped_module_does():
 def test_every_module_runs_here_without_importing_the_kubernetes_package():
     """The modules talk to the API server over module_utils/k8s/api.py: the kubernetes package's
     import (about 0.2 s a task) is made only for a kubeconfig that needs it (an exec user)."""
-    modules = ("apply", "wait", "step", "preflight", "diagnostics", "remove", "manifest_tree")
+    modules = (
+        "apply",
+        "wait",
+        "step",
+        "preflight",
+        "diagnostics",
+        "remove",
+        "manifest_tree",
+        "upgrade",
+    )
     for module in modules:
         assert local_action(module)._code_here(f"gpudirect.rdma.{module}") is not None, module
     imports = "; ".join(

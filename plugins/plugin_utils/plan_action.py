@@ -1,0 +1,46 @@
+"""What the actions of the modules that run the plan share: the plan and the run's preflight
+verdict from the play's variables.
+
+- the plan: gpudirect_rdma_plan when the play has one (site.yml and upgrade.yml plan once), else
+  the plan of the gpudirect_rdma_* variables (a role used alone);
+- the preflight verdict of the run so far (gpudirect_rdma_preflight), so that the cluster is
+  judged once a run; a module's new verdict is set back as that fact.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import ModuleAction
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import (
+    checked_inventory,
+    templated,
+)
+
+# The run's preflight verdict: set by each step task, read by the next.
+PREFLIGHT_FACT = "gpudirect_rdma_preflight"
+
+
+class PlanAction(ModuleAction):
+    def _var(self, task_vars: dict, name: str, default=None):
+        if name not in task_vars:
+            return default
+        return templated(self._templar, task_vars[name])
+
+    def _plan(self, args: dict, task_vars: dict) -> dict:
+        """The task's plan, else the play's, else the plan of the inventory (PlanError)."""
+        if args.get("plan"):
+            return plain(args["plan"])
+        plan = self._var(task_vars, "gpudirect_rdma_plan")
+        if plan:
+            return plain(plan)
+        return checked_inventory(self._templar, task_vars)["plan"]
+
+    def _verdict(self, args: dict, task_vars: dict):
+        return args.get("preflight", self._var(task_vars, PREFLIGHT_FACT))
+
+    @staticmethod
+    def _keep_verdict(result: dict, ran: dict) -> None:
+        """The module's result without its arguments; its verdict as the play's fact."""
+        result.update({key: value for key, value in ran.items() if key != "invocation"})
+        if ran.get("preflight"):
+            result["ansible_facts"] = {PREFLIGHT_FACT: ran["preflight"]}
