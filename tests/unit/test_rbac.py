@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import olm
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
@@ -33,6 +34,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
     gather as gather_preflight,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import STAGES, Remover
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.upgrade import Way, walk
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     Gate,
     GateTimeout,
@@ -42,6 +44,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.network_operator import (
     REGISTRY_SECRET_NAME,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.upgrade.graph import Hop
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils import (
     nccl_settings,
     nccl_test,
@@ -195,6 +198,53 @@ class Recorder:
         self.note("patch", resource.api_version, resource.kind, namespace, name)
         self.applied.add((resource.kind, namespace, name))
         return Served(body)
+
+
+class UpgradingOLM(Recorder):
+    """OLM as an upgrade's walk meets it, for one hop: the Subscription runs `old` on Automatic
+    approval with an InstallPlan for another CSV pending (the walk deletes it), then OLM plans
+    `new`; once that plan is approved, `new` runs, Succeeded, and `old` is gone."""
+
+    def __init__(self, old: str, new: str):
+        super().__init__()
+        self.old, self.new = old, new
+        self.planned = "operator.v0-elsewhere"
+        self.approved = False
+
+    def get(self, api_version, kind, name, namespace=None):
+        self.note("get", api_version, kind, namespace, name)
+        metadata = {"name": name, "namespace": namespace}
+        if kind == "Subscription":
+            return {
+                "metadata": metadata,
+                "spec": {"installPlanApproval": "Automatic", "channel": "before"},
+                "status": {
+                    "installedCSV": self.new if self.approved else self.old,
+                    "installPlanRef": {"name": "install-1", "namespace": namespace},
+                },
+            }
+        if kind == "InstallPlan":
+            return {
+                "metadata": metadata,
+                "spec": {"approved": self.approved, "clusterServiceVersionNames": [self.planned]},
+                "status": {"phase": "Complete" if self.approved else "RequiresApproval"},
+            }
+        if kind == "ClusterServiceVersion" and name == self.new and self.approved:
+            return {"metadata": metadata, "status": {"phase": "Succeeded"}}
+        if kind == "OperatorCondition":
+            return {"metadata": metadata, "status": {"conditions": []}}
+        return None
+
+    def delete(self, api_version, kind, name, namespace=None):
+        super().delete(api_version, kind, name, namespace)
+        if kind == "InstallPlan":
+            self.planned = self.new
+
+    def patch(self, api_version, kind, name, namespace, body):
+        answer = super().patch(api_version, kind, name, namespace, body)
+        if kind == "InstallPlan":
+            self.approved = True
+        return answer
 
 
 # -- what the code does, configuration by configuration ----------------------------------------
@@ -432,6 +482,29 @@ def requests_of(name: str) -> set:
     assert [s["step"] for s in engine.steps] == list(table.NAMES)
     assert engine.work and all(w.startswith("gate ") for w in engine.work), engine.work
     found |= cluster.requests
+
+    # upgrade.yml: each operator's walk through one InstallPlan (a pending plan for another CSV
+    # deleted, the way's approved, the Subscription held on Manual and given back as planned)
+    for step in table.STEPS:
+        if step.operator is None or not step.enabled(plan):
+            continue
+        cluster = UpgradingOLM("operator.v0", "operator.v1")
+        hop = Hop(
+            plan["operators"][step.operator.key]["channel"], "operator.v1", "1.0.0", "operator.v0"
+        )
+        way = Way(step.operator.key, "operator.v0", "operator.v1", "4.20", (hop,))
+        operator = plan["operators"][step.operator.key]
+        walk(
+            cluster,
+            operator,
+            olm.subscription(plan, step.operator),
+            way,
+            False,
+            5,
+            sleep=lambda _s: None,
+        )
+        assert cluster.approved, step.name
+        found |= cluster.requests
 
     # the verify role's test pods, applied; its NCCL settings' ConfigMap, applied; the NCCL
     # test's Secret, Service and pods, applied; all but the ConfigMap removed by its cleanup
