@@ -78,13 +78,21 @@ def nic_configuration_operator(plan: dict) -> dict:
     return section
 
 
+# The requestor id the Network Operator's Helm chart gives its DOCA driver upgrades. The
+# upgrade library has no default, and the NodeMaintenance CRD refuses an empty requestorID (2 to
+# 63 characters), so without it no DOCA driver upgrade could ever start in requestor mode.
+DOCA_DRIVER_REQUESTOR_ID = "nvidia.doca-driver-upgrade"
+
+
 def network_operator_env(plan: dict) -> list[dict]:
     """The Network Operator Subscription's environment: DOCA driver upgrades ask the Maintenance
-    Operator for their nodes too (the CSV leaves this off)."""
+    Operator for their nodes too (the CSV leaves this off), as requestor
+    DOCA_DRIVER_REQUESTOR_ID."""
     if not enabled(plan):
         return []
     return [
         {"name": "MAINTENANCE_OPERATOR_ENABLED", "value": "true"},
+        {"name": "MAINTENANCE_OPERATOR_REQUESTOR_ID", "value": DOCA_DRIVER_REQUESTOR_ID},
         {
             "name": "MAINTENANCE_OPERATOR_REQUESTOR_NAMESPACE",
             "value": plan["operators"]["maintenance_operator"]["namespace"],

@@ -165,6 +165,8 @@ def test_driver_upgrades_ask_the_maintenance_operator_and_sriov_stays_out_of_the
     )
     assert subscription["spec"]["config"]["env"] == [
         {"name": "MAINTENANCE_OPERATOR_ENABLED", "value": "true"},
+        # The NodeMaintenance CRD refuses an empty requestorID, and the library has no default.
+        {"name": "MAINTENANCE_OPERATOR_REQUESTOR_ID", "value": "nvidia.doca-driver-upgrade"},
         {
             "name": "MAINTENANCE_OPERATOR_REQUESTOR_NAMESPACE",
             "value": "nvidia-maintenance-operator",
