@@ -92,10 +92,24 @@ options:
             component condition not C(True) (C(OFEDDriverReady False ComponentError) and its
             message), or before 26.7 the first C(status.appliedStates) entry not ready; a
             C(status.state) in O(gates[].fail_on) fails at once.
+          - C(driver_rollout), for a driver's DaemonSets (O(gates[].label_selector) in
+            O(gates[].namespace)) and the node label O(gates[].path) names (the upgrade
+            controller's state, C(metadata.labels."nvidia.com/gpu-driver-upgrade-state")) - met
+            when every DaemonSet has seen its template and runs updated, ready pods on every node
+            it schedules, and no node is in a state but C(upgrade-done); each read says how many
+            nodes are done, which are in which state, which wait for a slot. A node in
+            C(upgrade-failed) fails at once with its driver pod's last log lines, and one in a
+            state for longer than O(gates[].stuck_after) seconds with what to do in that state.
           - With a check, O(gates[].path) names what the message shows and O(gates[].equals) is its
             expectation in words.
         type: str
-        choices: [nic_configuration, nic_policy]
+        choices: [driver_rollout, nic_configuration, nic_policy]
+      stuck_after:
+        description:
+          - With C(check=driver_rollout), the seconds a node may stay in one upgrade state (from
+            the time the API server recorded for the write of its state label) before the gate
+            fails, naming the node, the state and what to do. Unset - no limit but the timeout.
+        type: int
       hint:
         description: Where to look when the gate is not reached, appended to the message.
         type: str

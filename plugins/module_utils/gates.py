@@ -2,10 +2,10 @@
 
 Pure functions that make gates in the options format of the gpudirect.rdma.wait module
 (wait.GATE_OPTIONS): a policy object ready, a NicConfigurationTemplate applied, a
-MachineConfigPool rolled out, the SR-IOV node states synced. Each step's file
-(module_utils/steps/<step>.py) says which of them it waits on; the engine waits on them (or,
-checking whether the cluster is converged, reads them once), and uninstall waits on the ones that
-say a removal has been rolled out.
+MachineConfigPool rolled out, the SR-IOV node states synced, a driver rolled out to every node.
+Each step's file (module_utils/steps/<step>.py) says which of them it waits on; the engine waits
+on them (or, checking whether the cluster is converged, reads them once), and uninstall waits on
+the ones that say a removal has been rolled out.
 """
 
 from __future__ import annotations
@@ -33,6 +33,29 @@ def nic_policy_ready(gate: str, policy: dict, hint: str) -> dict:
         ),
         "check": "nic_policy",
         "equals": "status.state ready and, from 26.7, condition Ready True",
+    }
+
+
+def driver_rolled_out(
+    gate: str, namespace: str, daemonsets: str, state_label: str, stuck_after: int, hint: str
+) -> dict:
+    """A driver's DaemonSets (label selector daemonsets, in namespace) run their template on every
+    node they schedule, and the upgrade controller's state label of each node is upgrade-done
+    (k8s/driver_rollout.py); a node upgrade-failed, or in one state for stuck_after seconds,
+    fails it."""
+    return {
+        "gate": gate,
+        "api_version": "apps/v1",
+        "kind": "DaemonSet",
+        "namespace": namespace,
+        "label_selector": daemonsets,
+        "check": "driver_rollout",
+        # None is nothing to roll out: the driver is preinstalled, or off (driver.enabled false).
+        "min_count": 0,
+        "path": ["metadata", "labels", state_label],
+        "equals": "every DaemonSet's pods updated and ready, every node upgrade-done",
+        "stuck_after": stuck_after,
+        "hint": hint,
     }
 
 

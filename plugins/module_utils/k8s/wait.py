@@ -105,6 +105,9 @@ class Gate:
     detail: str | None = None
     # A check that reads more than the gate's objects (CHECKS), in place of path and equals.
     check: str | None = None
+    # For a check that follows objects through states (driver_rollout): seconds one may stay in
+    # a state before the gate fails, naming it and what to do.
+    stuck_after: int | None = None
 
     @property
     def expectation(self) -> str:
@@ -165,7 +168,8 @@ GATE_OPTIONS = {
     "fail_on": {"type": "list", "elements": "raw", "default": []},
     "hint": {"type": "str", "default": ""},
     "detail": {"type": "str"},
-    "check": {"type": "str", "choices": ["nic_configuration", "nic_policy"]},
+    "check": {"type": "str", "choices": ["driver_rollout", "nic_configuration", "nic_policy"]},
+    "stuck_after": {"type": "int"},
 }
 
 
@@ -193,6 +197,7 @@ def to_gate(options: dict) -> Gate:
         hint=options.get("hint") or "",
         detail=options.get("detail"),
         check=options.get("check"),
+        stuck_after=options.get("stuck_after"),
     )
 
 
@@ -264,11 +269,16 @@ def observe(cluster, gate: Gate) -> Observation:
     if gate.check:
         # Imported here: each check's module builds on this one's Gate and Observation.
         from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import (
+            driver_rollout,
             nic_configuration,
             nic_policy,
         )
 
-        checks = {"nic_configuration": nic_configuration, "nic_policy": nic_policy}
+        checks = {
+            "driver_rollout": driver_rollout,
+            "nic_configuration": nic_configuration,
+            "nic_policy": nic_policy,
+        }
         return checks[gate.check].observe(cluster, gate)
     path = gate.path
     try:

@@ -194,6 +194,21 @@ def install_timeout(role: str) -> Setting:
     )
 
 
+def driver_stuck_seconds(role: str, driver: str) -> Setting:
+    """How long a node may stay in one state of a driver's upgrade before the step fails."""
+    return Setting(
+        "driver_stuck_seconds",
+        f"{role}_driver_stuck_seconds",
+        1800,
+        (
+            f"Seconds a node may stay in one state of the {driver} driver's rollout (its upgrade "
+            "state label) before the role fails, naming the node, the state and what to do; a "
+            "node in C(upgrade-failed) fails it at once. The whole rollout waits within the "
+            "role's ready timeout.",
+        ),
+    )
+
+
 def stable_seconds(role: str, what: str) -> Setting:
     """How long an operator's policy must stay ready before the step moves on."""
     return Setting(

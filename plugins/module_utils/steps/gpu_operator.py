@@ -13,6 +13,7 @@ from .base import (
     Operator,
     Setting,
     Step,
+    driver_stuck_seconds,
     install_timeout,
     stable_seconds,
 )
@@ -31,10 +32,29 @@ OPERATOR = Operator(
 )
 
 
+# The GPU driver's DaemonSets (one per RHCOS version with the driver toolkit, OnDelete) and the
+# GPU Operator's upgrade controller's node label.
+GPU_DRIVER_DAEMONSETS = "app.kubernetes.io/component=nvidia-driver"
+GPU_UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+
+
 def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
+    """The ClusterPolicy ready, and its GPU driver (the operator's CSV's, so an operator upgrade
+    is a driver upgrade) running on every GPU node."""
     namespace = plan["operators"][OPERATOR.key]["namespace"]
     hint = f"oc get clusterpolicy {gpu.NAME} -o yaml; oc -n {namespace} get pods"
-    return [gate.policy_ready("ClusterPolicy ready", API_VERSION, "ClusterPolicy", gpu.NAME, hint)]
+    return [
+        gate.policy_ready("ClusterPolicy ready", API_VERSION, "ClusterPolicy", gpu.NAME, hint),
+        gate.driver_rolled_out(
+            "GPU driver rolled out",
+            namespace,
+            GPU_DRIVER_DAEMONSETS,
+            GPU_UPGRADE_STATE,
+            settings.get("driver_stuck_seconds"),
+            f"oc get nodes -L {GPU_UPGRADE_STATE}; oc -n {namespace} get ds,pods -l "
+            f"{GPU_DRIVER_DAEMONSETS} -o wide",
+        ),
+    ]
 
 
 def check_cluster_policy(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list:
@@ -129,6 +149,7 @@ STEP = Step(
             ("Seconds to wait for the ClusterPolicy to report ready.",),
         ),
         stable_seconds("gpu_operator", "ClusterPolicy"),
+        driver_stuck_seconds("gpu_operator", "GPU"),
     ),
     needs_csv=True,
     wave=4,

@@ -23,6 +23,7 @@ from .base import (
     Operator,
     Setting,
     Step,
+    driver_stuck_seconds,
     install_timeout,
     selected_nodes,
     stable_seconds,
@@ -55,6 +56,25 @@ READY_TIMEOUT = Setting(
     ),
 )
 STABLE_SECONDS = stable_seconds("network_operator", "NicClusterPolicy")
+DRIVER_STUCK_SECONDS = driver_stuck_seconds("network_operator", "DOCA")
+# The DOCA driver's DaemonSets (one per node pool, OnDelete) and the Network Operator's upgrade
+# controller's node label (driver name ofed: NNO main.go).
+DOCA_DRIVER_DAEMONSETS = "nvidia.com/ofed-driver"
+DOCA_UPGRADE_STATE = "nvidia.com/ofed-driver-upgrade-state"
+
+
+def doca_rolled_out(plan: dict, settings: dict) -> dict:
+    """The DOCA driver of the NIC policies runs on every node they select."""
+    namespace = plan["operators"][OPERATOR.key]["namespace"]
+    return gate.driver_rolled_out(
+        "DOCA driver rolled out",
+        namespace,
+        DOCA_DRIVER_DAEMONSETS,
+        DOCA_UPGRADE_STATE,
+        settings.get("driver_stuck_seconds"),
+        f"oc get nodes -L {DOCA_UPGRADE_STATE}; oc -n {namespace} get ds,pods -l "
+        f"{DOCA_DRIVER_DAEMONSETS} -o wide",
+    )
 
 
 def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
@@ -64,10 +84,11 @@ def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
         "status.appliedStates); "
         f"oc -n {namespace} get pods"
     )
-    return [
-        gate.nic_policy_ready("NicClusterPolicy ready", policy, hint)
-        for policy in network_operator.nic_cluster_policies(plan)
-    ]
+    policies = network_operator.nic_cluster_policies(plan)
+    found = [gate.nic_policy_ready("NicClusterPolicy ready", policy, hint) for policy in policies]
+    if any((p.get("spec") or {}).get("ofedDriver") for p in policies):
+        found.append(doca_rolled_out(plan, settings))
+    return found
 
 
 def _sections(obj: dict | None) -> list[str]:
@@ -276,7 +297,12 @@ STEP = Step(
     operand=lambda plan, csv: network_operator.nic_cluster_policies(plan),
     kinds=((network_operator.API_VERSION, "NicClusterPolicy"),),
     gates=gates,
-    settings=(install_timeout("network_operator"), READY_TIMEOUT, STABLE_SECONDS),
+    settings=(
+        install_timeout("network_operator"),
+        READY_TIMEOUT,
+        STABLE_SECONDS,
+        DRIVER_STUCK_SECONDS,
+    ),
     wave=2,
     named=(("v1", "Secret", REGISTRY_SECRET_NAME),),
     # Anybody's: the Network Operator honours one NicClusterPolicy.

@@ -8,11 +8,18 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils import gates as gat
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import network_operator
 
 from .base import Step
-from .network_operator import OPERATOR, READY_TIMEOUT, STABLE_SECONDS
+from .network_operator import (
+    DRIVER_STUCK_SECONDS,
+    OPERATOR,
+    READY_TIMEOUT,
+    STABLE_SECONDS,
+    doca_rolled_out,
+)
 
 
 def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
-    """Each node group's NicNodePolicy reports status.state ready (none with the cluster model)."""
+    """Each node group's NicNodePolicy reports status.state ready, and their DOCA driver runs on
+    every node they select (none with the cluster model)."""
     namespace = plan["operators"][OPERATOR.key]["namespace"]
     found = []
     for policy in network_operator.nic_node_policies(plan):
@@ -25,6 +32,8 @@ def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
         )
         ready["fail_on"] = ["error"]  # an overlap with another NicNodePolicy's nodes
         found.append(ready)
+    if found:
+        found.append(doca_rolled_out(plan, settings))
     return found
 
 
@@ -36,7 +45,7 @@ STEP = Step(
     operand=lambda plan, csv: network_operator.nic_node_policies(plan),
     kinds=((network_operator.API_VERSION, "NicNodePolicy"),),
     gates=gates,
-    settings=(READY_TIMEOUT, STABLE_SECONDS),
+    settings=(READY_TIMEOUT, STABLE_SECONDS, DRIVER_STUCK_SECONDS),
     # After the NicClusterPolicy's wave, beside the MachineConfigs' (neither needs the other),
     # before the GPU Operator's driver.
     wave=3,
