@@ -265,6 +265,30 @@ options:
       (C(maxNodeMaintenanceTimeSeconds)).
     type: int
     default: 3600
+  driver_upgrade_max_parallel:
+    description:
+      - Nodes whose GPU driver, or DOCA driver, is upgraded at once (C(maxParallelUpgrades) of the
+        ClusterPolicy's C(driver.upgradePolicy) and of the NIC policies' C(ofedDriver.upgradePolicy)),
+        a whole number; C(0) for no limit. A node in C(upgrade-failed) keeps its slot until it is
+        retried.
+      - With O(nic_configuration) the DOCA driver's nodes go through the Maintenance Operator,
+        whose O(maintenance_max_parallel) and O(maintenance_max_unavailable) govern them instead.
+    type: int
+    default: 1
+  driver_upgrade_max_unavailable:
+    description:
+      - GPU nodes that may be unavailable at once while the GPU driver is upgraded (C(maxUnavailable)
+        of the ClusterPolicy's C(driver.upgradePolicy)), a number or a percentage of the GPU
+        nodes. Every cordoned or not Ready GPU node counts, whoever cordoned it.
+    type: str
+    default: "25%"
+  driver_upgrade_drain_timeout_seconds:
+    description:
+      - Seconds to wait for a node's GPU pods to be deleted, and for a node to drain, during a driver
+        upgrade (C(podDeletion.timeoutSeconds) and C(drain.timeoutSeconds) of the upgrade
+        policies); past them the node ends C(upgrade-failed).
+    type: int
+    default: 300
   gpu_memory:
     description:
       - How the NIC reaches GPU memory. C(dmabuf) (NVIDIA's recommendation; open kernel modules,

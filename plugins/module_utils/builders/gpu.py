@@ -35,12 +35,19 @@ def gpudirect_settings(plan: dict) -> dict:
     is what current operators honour, useOpenKernelModules what older ones (and Red Hat's
     example) set. peermem: the legacy nvidia-peermem module, built against the DOCA driver
     that the Network Operator installs (not a host MOFED)."""
-    gpu = plan["gpu"]
+    gpu, upgrades = plan["gpu"], plan["driver_upgrades"]
     settings = {
         "operator.defaultRuntime": "crio",
         "operator.use_ocp_driver_toolkit": True,
         "gds.enabled": gpu["gds"],
         "gdrcopy.enabled": gpu["gdrcopy"],
+        # The driver upgrade controller on (the CRD's default is off), with the inventory's
+        # budgets; the rest of upgradePolicy stays as the CSV gives it.
+        "driver.upgradePolicy.autoUpgrade": True,
+        "driver.upgradePolicy.maxParallelUpgrades": upgrades["max_parallel"],
+        "driver.upgradePolicy.maxUnavailable": upgrades["max_unavailable"],
+        "driver.upgradePolicy.podDeletion.timeoutSeconds": upgrades["drain_timeout_seconds"],
+        "driver.upgradePolicy.drain.timeoutSeconds": upgrades["drain_timeout_seconds"],
     }
     if gpu["memory"] == "dmabuf":
         settings.update(

@@ -25,7 +25,7 @@ NODE_SECTIONS = ("ofedDriver", "rdmaSharedDevicePlugin", "sriovDevicePlugin")
 
 def _ofed_driver(view: dict) -> dict:
     """Red Hat's driver settings; image from the Network Operator release, version the group's
-    (the release's unless pinned)."""
+    (the release's unless pinned); the upgrade budgets the inventory sets."""
     return {
         **image(view, "ofedDriver"),
         "version": view["doca_driver_version"],
@@ -36,13 +36,13 @@ def _ofed_driver(view: dict) -> dict:
         "readinessProbe": {"initialDelaySeconds": 10, "periodSeconds": 30},
         "upgradePolicy": {
             "autoUpgrade": True,
-            "maxParallelUpgrades": 1,
+            "maxParallelUpgrades": view["driver_upgrades"]["max_parallel"],
             "safeLoad": False,
             "drain": {
                 "enable": True,
                 "force": True,
                 "podSelector": "",
-                "timeoutSeconds": 300,
+                "timeoutSeconds": view["driver_upgrades"]["drain_timeout_seconds"],
                 "deleteEmptyDir": True,
             },
             "waitForCompletion": {"timeoutSeconds": 0},

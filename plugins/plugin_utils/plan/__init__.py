@@ -54,6 +54,21 @@ def check_inventory(
     return result
 
 
+def driver_upgrades(inputs: Inputs) -> dict:
+    """The GPU and DOCA drivers' upgrade budgets (their upgradePolicy): nodes at once (0: no
+    limit), GPU nodes unavailable at once, and the seconds a pod deletion or a drain may take."""
+    # At least one node: 0 would hold every GPU driver upgrade for good. An empty survey answer
+    # is the default.
+    unavailable = nic_configuration.node_budget(inputs, "driver_upgrade_max_unavailable", 1)
+    return {
+        "max_parallel": inputs.checked("driver_upgrade_max_parallel"),
+        "max_unavailable": DEFAULTS["driver_upgrade_max_unavailable"]
+        if unavailable is None
+        else unavailable,
+        "drain_timeout_seconds": inputs.checked("driver_upgrade_drain_timeout_seconds"),
+    }
+
+
 def build_plan(given: Mapping) -> dict:
     """Validate the inputs (short names) and return the normalised plan (a new dict)."""
     check_known(given)
@@ -91,6 +106,7 @@ def build_plan(given: Mapping) -> dict:
         # The operator's own image unless the inventory pins one (builders/nfd.py says why).
         "nfd": {"operand_image": nfd_image},
         "machine_configs": machine_configs(inputs),
+        "driver_upgrades": driver_upgrades(inputs),
         "nic_configuration": nic_configuration.settings(inputs, node_groups, network_release),
         # The disruptions of nodes in service the inventory agrees to (k8s/disruption.py).
         "allow_disruption": inputs.checked("allow_disruption"),

@@ -40,6 +40,8 @@ _MAC_20 = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){19}$")
 _REGISTRY = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9._-]+)*$")
 RULES = {
     "catalog_source": checks.dns_subdomain,
+    "driver_upgrade_max_parallel": checks.whole(0, 1000),
+    "driver_upgrade_drain_timeout_seconds": checks.whole(1, 86400),
     "doca_driver_repository": functools.partial(
         checks.string,
         pattern=_REGISTRY,

@@ -51,8 +51,9 @@ def nic_types(inputs: Inputs) -> list[str]:
     return found
 
 
-def _budget(inputs: Inputs, key: str, low: int) -> int | str | None:
-    """A Maintenance Operator budget: a whole number, or a percentage ('25%')."""
+def node_budget(inputs: Inputs, key: str, low: int) -> int | str | None:
+    """A budget of nodes (the Maintenance Operator's, a driver upgrade's): a whole number, or a
+    percentage ('25%')."""
     name, given = inputs.name(key), inputs[key]
     if given in (None, ""):
         return None
@@ -109,8 +110,8 @@ def settings(inputs: Inputs, groups: list[dict], network_release: str) -> dict:
         "firmware_reset": inputs.checked("nic_firmware_reset"),
         "maintenance": {
             # An empty survey answer is the default.
-            "max_parallel": _budget(inputs, "maintenance_max_parallel", 1) or 1,
-            "max_unavailable": _budget(inputs, "maintenance_max_unavailable", 0),
+            "max_parallel": node_budget(inputs, "maintenance_max_parallel", 1) or 1,
+            "max_unavailable": node_budget(inputs, "maintenance_max_unavailable", 0),
             "timeout_seconds": inputs.checked("maintenance_timeout_seconds"),
         },
     }

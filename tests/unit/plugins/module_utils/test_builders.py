@@ -515,3 +515,30 @@ def test_builders_do_not_change_the_plan():
     snapshot = copy.deepcopy(plan)
     build_objects(plan)
     assert plan == snapshot
+
+
+def test_the_driver_upgrade_budgets_reach_both_drivers_upgrade_policies():
+    """The defaults are the CSV's own (1 node, 25%, 300 s); the inventory's values replace them,
+    the rest of the ClusterPolicy's upgradePolicy stays as the CSV gives it."""
+    default = find(objects_of("node-groups"), "ClusterPolicy")["spec"]["driver"]["upgradePolicy"]
+    assert default["maxParallelUpgrades"] == 1 and default["maxUnavailable"] == "25%"
+    objects = objects_of(
+        "node-groups",
+        driver_upgrade_max_parallel=0,
+        driver_upgrade_max_unavailable="2",
+        driver_upgrade_drain_timeout_seconds=900,
+    )
+    policy = find(objects, "ClusterPolicy")["spec"]["driver"]["upgradePolicy"]
+    assert policy == {
+        **default,
+        "autoUpgrade": True,
+        "maxParallelUpgrades": 0,
+        "maxUnavailable": 2,
+        "podDeletion": {**default["podDeletion"], "timeoutSeconds": 900},
+        "drain": {**default["drain"], "timeoutSeconds": 900},
+    }
+    nic_policies = [o for o in objects if o["kind"] == "NicNodePolicy"]
+    assert len(nic_policies) == 2
+    for nic_policy in nic_policies:
+        doca = nic_policy["spec"]["ofedDriver"]["upgradePolicy"]
+        assert doca["maxParallelUpgrades"] == 0 and doca["drain"]["timeoutSeconds"] == 900
