@@ -204,7 +204,7 @@ CONFIGURING = [
 
 def test_every_playbook_that_needs_a_plan_asks_for_the_configuration():
     playbooks = {Path(TEMPLATES[name]["playbook"]).stem for name in CONFIGURING}
-    assert playbooks == {"site", "verify", "render", "preflight"}
+    assert playbooks == {"site", "verify", "upgrade", "render", "preflight"}
 
 
 @pytest.mark.parametrize(("method", "fabric"), list(itertools.product(METHODS, FABRICS)))
@@ -239,7 +239,7 @@ def test_every_template_runs_an_existing_playbook_and_the_five_are_there():
         variables = survey_variables(template["playbook"])
         assert len(variables) == len(set(variables)), f"{name} asks a variable twice"
     playbooks = {Path(t["playbook"]).stem for t in TEMPLATES.values()}
-    assert {"site", "verify", "uninstall", "render", "diagnostics"} <= playbooks
+    assert {"site", "verify", "upgrade", "uninstall", "render", "diagnostics"} <= playbooks
     assert len(TEMPLATES) == len(DATA["controller_templates"]), "template names are unique"
 
 
