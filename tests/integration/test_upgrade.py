@@ -9,6 +9,7 @@ the cluster's OpenShift does not support are refused before any write."""
 from __future__ import annotations
 
 import json
+import tarfile
 
 import pytest
 
@@ -165,11 +166,18 @@ def test_a_release_the_clusters_openshift_does_not_support_is_refused_before_any
 
 
 def test_the_upgrade_approves_exactly_the_way_in_the_order_that_keeps_gpudirect(
-    installed_older, run_playbook, control_plane, custom
+    installed_older, run_playbook, control_plane, custom, tmp_path
 ):
     audit = AuditLog(control_plane.audit_log).mark()
-    result = upgrade(run_playbook)
+    result = upgrade(run_playbook, "-e", f"upgrade_snapshot_dir={tmp_path}")
     assert recap(result.stdout)["failed"] == 0, result.stdout[-3000:]
+    # The snapshot taken before the first write holds the CSVs that ran.
+    (snapshot,) = (p for p in tmp_path.glob("*.tar.gz") if not p.is_symlink())
+    with tarfile.open(snapshot) as archive:
+        text = "".join(
+            archive.extractfile(m).read().decode() for m in archive.getmembers() if m.isfile()
+        )
+    assert "nvidia-network-operator.v26.1.0" in text and "gpu-operator-certified.v25.10.1" in text
     csvs = installed_csvs(custom)
     assert csvs["nvidia-network-operator"] == NETWORK_TARGET
     assert csvs["gpu-operator-certified"] == GPU_TARGET
