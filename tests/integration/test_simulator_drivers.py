@@ -3,21 +3,27 @@ way k8s-operator-libs drives them: a driver change walks each node through its s
 order, within maxParallelUpgrades; the DOCA driver skips drain-required when drain is off; a
 failing driver pod ends its node in upgrade-failed, which keeps its slot until retried by hand;
 in requestor mode the node goes through a NodeMaintenance the Maintenance Operator makes Ready.
-Every change of the nodes is watched (History), so a state that lasts one tick is seen too."""
+Each group has its driver DaemonSet (OnDelete), whose status counts the updated and ready pods
+as a real DaemonSet controller does, and which owns the driver pods; each state change stamps the
+Node's managedFields entry that holds the state label; the knob drivers.hold keeps a node in a
+state. Every change of the nodes is watched (History), so a state that lasts one tick is seen
+too."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import time
 import uuid
 
 import pytest
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.integration.helpers import wait_for
 from tests.integration.test_simulator import _operator_group, _subscribe, install_manually
 from tests.integration.test_simulator_nic_configuration import History, _states
-from tests.simulator.drivers import DOCA, GPU, env_of
+from tests.simulator.drivers import DOCA, GPU, doca_daemonset_name, env_of
 from tests.simulator.nodes import Hardware, register_nodes, remove_nodes
 
 OLM = ("operators.coreos.com", "v1alpha1")
@@ -34,6 +40,8 @@ MO_PACKAGE = MO_NAMESPACE = "nvidia-maintenance-operator"
 DOCA_OLD, DOCA_NEW = "doca3.2.2-25.10-2.4.1.0-4", "doca3.4.1-26.04-1.1.0.0-1"
 DOCA_REPOSITORY = "nvcr.io/nvidia/mellanox/doca-driver"
 IDLE = ("", "upgrade-required", "upgrade-done")
+GPU_DAEMONSET = "nvidia-driver-daemonset"
+DOCA_DAEMONSET = "mofed-nic-cluster-policy-ds"  # the NicClusterPolicy's
 
 
 # -- operators and namespaces ----------------------------------------------------------------
@@ -292,6 +300,67 @@ def _watch_nodes(history, core, nodes) -> History:
     return recorder
 
 
+@pytest.fixture(scope="module")
+def apps(harness):
+    return client.AppsV1Api(harness)
+
+
+def _daemonset(apps, namespace, name) -> dict | None:
+    """The DaemonSet as the API server stores it (camelCase keys), or None."""
+    try:
+        found = apps.read_namespaced_daemon_set(name, namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    return apps.api_client.sanitize_for_serialization(found)
+
+
+COUNTS = (
+    "desiredNumberScheduled",
+    "currentNumberScheduled",
+    "updatedNumberScheduled",
+    "numberReady",
+    "numberAvailable",
+)
+
+
+def _rolled_out(daemonset: dict | None, nodes: int) -> bool:
+    """What a rollout gate reads as done: the DaemonSet has seen its template and every one of
+    its nodes runs an updated, ready pod."""
+    if daemonset is None:
+        return False
+    status = daemonset.get("status") or {}
+    return (
+        status.get("observedGeneration") == daemonset["metadata"]["generation"]
+        and all(status.get(count) == nodes for count in COUNTS)
+        and not status.get("numberUnavailable")
+        and status.get("numberMisscheduled") == 0
+    )
+
+
+def _stored_node(core, name) -> dict:
+    """The node as the API server stores it (camelCase keys, managedFields included)."""
+    return core.api_client.sanitize_for_serialization(core.read_node(name))
+
+
+def _label_entries(node: dict, label: str) -> list[dict]:
+    """The node's managedFields entries whose fieldsV1 holds the label."""
+    return [
+        entry
+        for entry in node["metadata"].get("managedFields") or []
+        if f"f:{label}"
+        in ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels", {})
+    ]
+
+
+def _label_time(node: dict, label: str) -> datetime.datetime:
+    """When the node's label was last written, as a reader of managedFields learns it: the
+    time of the one entry that holds it (1 s resolution)."""
+    (entry,) = _label_entries(node, label)
+    return datetime.datetime.fromisoformat(entry["time"].replace("Z", "+00:00"))
+
+
 # -- tests -----------------------------------------------------------------------------------
 
 
@@ -382,7 +451,12 @@ def test_doca_in_place_skips_drain_when_disabled_and_upgrades_two_at_once(
         assert _walks(changes, name, DOCA) == walk, name
     assert _most_in_progress(changes, DOCA) == 2
     pod = core.read_namespaced_pod(DOCA.pod_prefix + names[0], NO_NAMESPACE)
-    assert pod.metadata.labels == {"nvidia.com/ofed-driver": ""}
+    # The DaemonSet's template labels, and its generation after the version change.
+    assert pod.metadata.labels == {
+        "nvidia.com/ofed-driver": "",
+        "app": DOCA_DAEMONSET,
+        "pod-template-generation": "2",
+    }
     assert pod.spec.node_name == names[0]
     assert pod.status.phase == "Running"
 
@@ -547,3 +621,268 @@ def test_requestor_mode_without_a_requestor_id_leaves_the_nodes_in_upgrade_requi
     assert not custom.list_namespaced_custom_object(*MAINTENANCE, MO_NAMESPACE, "nodemaintenances")[
         "items"
     ]
+
+
+def test_a_fresh_install_has_each_driver_daemonset_rolled_out_owning_its_pods(
+    core, custom, apps, operators, nodes, cluster_policy, nic_cluster_policy
+):
+    names = nodes(2)  # GPU nodes that the NicClusterPolicy's affinity admits too
+    gpu_image = "nvcr.io/nvidia/driver:570.195.03-rhel9.6"
+    cluster_policy(
+        {
+            "repository": "nvcr.io/nvidia",
+            "image": "driver",
+            "version": "570.195.03-rhel9.6",
+            "upgradePolicy": {"autoUpgrade": True},
+        }
+    )
+    nic_cluster_policy(nodes.affinity, {"autoUpgrade": True})
+    doca_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
+    wait_for(
+        lambda: (
+            _rolled_out(_daemonset(apps, GPU_OPERANDS, GPU_DAEMONSET), 2)
+            and _rolled_out(_daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET), 2)
+        ),
+        what="both driver DaemonSets rolled out on the two nodes",
+    )
+    cases = (
+        (
+            GPU,
+            GPU_OPERANDS,
+            GPU_DAEMONSET,
+            {"app": GPU_DAEMONSET, "app.kubernetes.io/component": "nvidia-driver"},
+            gpu_image,
+            custom.get_cluster_custom_object(*CLUSTER_POLICY, "gpu-cluster-policy"),
+        ),
+        (
+            DOCA,
+            NO_NAMESPACE,
+            DOCA_DAEMONSET,
+            {"nvidia.com/ofed-driver": "", "app": DOCA_DAEMONSET},
+            doca_image,
+            custom.get_cluster_custom_object(*POLICY, "nic-cluster-policy"),
+        ),
+    )
+    for driver, namespace, name, labels, image, policy in cases:
+        daemonset = _daemonset(apps, namespace, name)
+        assert daemonset["metadata"]["labels"] == labels
+        assert daemonset["metadata"]["generation"] == 1
+        (owner,) = daemonset["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            policy["kind"],
+            policy["metadata"]["name"],
+            policy["metadata"]["uid"],
+            True,
+        )
+        spec = daemonset["spec"]
+        assert spec["selector"] == {"matchLabels": {"app": name}}
+        assert spec["updateStrategy"] == {"type": "OnDelete"}
+        assert spec["template"]["metadata"]["labels"] == labels
+        (container,) = spec["template"]["spec"]["containers"]
+        assert (container["name"], container["image"]) == (driver.container, image)
+        assert daemonset["status"] == {
+            "observedGeneration": 1,
+            "desiredNumberScheduled": 2,
+            "currentNumberScheduled": 2,
+            "updatedNumberScheduled": 2,
+            "numberReady": 2,
+            "numberAvailable": 2,
+            "numberMisscheduled": 0,
+        }
+        for node in names:
+            pod = core.read_namespaced_pod(driver.pod_prefix + node, namespace)
+            assert pod.metadata.labels == {**labels, "pod-template-generation": "1"}
+            (pod_owner,) = pod.metadata.owner_references
+            assert (pod_owner.kind, pod_owner.name, pod_owner.uid, pod_owner.controller) == (
+                "DaemonSet",
+                name,
+                daemonset["metadata"]["uid"],
+                True,
+            )
+            assert pod.spec.containers[0].image == image
+        # The gate's pod lookup: the DaemonSet's selector finds one pod per node.
+        selected = core.list_namespaced_pod(namespace, label_selector=f"app={name}").items
+        assert sorted(p.spec.node_name for p in selected) == sorted(names)
+
+    # A policy that no longer asks for the DOCA driver loses its DaemonSet, and the garbage
+    # collector the DaemonSet's pods.
+    custom.patch_cluster_custom_object(
+        *POLICY, "nic-cluster-policy", {"spec": {"ofedDriver": None}}
+    )
+    wait_for(
+        lambda: (
+            _daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET) is None
+            and not core.list_namespaced_pod(
+                NO_NAMESPACE, label_selector="nvidia.com/ofed-driver"
+            ).items
+        ),
+        what="the DOCA DaemonSet and its pods gone",
+    )
+    assert _rolled_out(_daemonset(apps, GPU_OPERANDS, GPU_DAEMONSET), 2)
+
+
+def test_a_driver_change_moves_the_daemonset_generation_and_updates_its_pods_node_by_node(
+    core, custom, apps, operators, nodes, nic_cluster_policy, history
+):
+    _network_operator_env(custom, [])
+    names = nodes(3, gpus=0)
+    upgrade_policy = {"autoUpgrade": True, "maxParallelUpgrades": 1, "drain": {"enable": False}}
+    nic_cluster_policy(nodes.affinity, upgrade_policy)
+    wait_for(
+        lambda: _rolled_out(_daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET), 3),
+        what="the DOCA DaemonSet rolled out on the three nodes",
+    )
+    recorder = _watch_nodes(history, core, nodes)
+    recorder.watch("daemonset", apps.list_namespaced_daemon_set, NO_NAMESPACE)
+    custom.patch_cluster_custom_object(
+        *POLICY, "nic-cluster-policy", {"spec": {"ofedDriver": {"version": DOCA_NEW}}}
+    )
+    new_image = f"{DOCA_REPOSITORY}:{DOCA_NEW}"
+    wait_for(
+        lambda: (
+            _all_done(core, names, DOCA, DOCA_NEW, NO_NAMESPACE, new_image)
+            and _rolled_out(_daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET), 3)
+        ),
+        timeout=60,
+        what="every node upgraded and the DaemonSet rolled out again",
+    )
+    recorder.stop()
+    changes = recorder.changes()
+    daemonset = _daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET)
+    assert daemonset["metadata"]["generation"] == 2
+    container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == new_image
+
+    def counts(ds):
+        status = ds.get("status") or {}
+        return (
+            ds["metadata"]["generation"],
+            status.get("observedGeneration"),
+            status.get("updatedNumberScheduled", 0),  # omitted when 0
+        )
+
+    # The new template first (the status still the old one's), then the status sees it with no
+    # pod updated, then one more updated pod at each node's pod-restart-required.
+    assert _states(changes, "daemonset", DOCA_DAEMONSET, counts) == [
+        (2, 1, 3),
+        (2, 2, 0),
+        (2, 2, 1),
+        (2, 2, 2),
+        (2, 2, 3),
+    ]
+    # As the nodes reach upgrade-done, the count of updated pods has reached them.
+    updated, done = 0, set()
+    for kind, _type, obj in changes:
+        if kind == "daemonset" and obj["metadata"]["name"] == DOCA_DAEMONSET:
+            updated = (obj.get("status") or {}).get("updatedNumberScheduled", 0)
+        elif kind == "node" and _state(obj, DOCA) == "upgrade-done":
+            done.add(obj["metadata"]["name"])
+            assert updated >= len(done), (updated, sorted(done))
+    for name in names:
+        pod = core.read_namespaced_pod(DOCA.pod_prefix + name, NO_NAMESPACE)
+        assert pod.metadata.labels["pod-template-generation"] == "2"
+        assert pod.metadata.owner_references[0].uid == daemonset["metadata"]["uid"]
+
+
+def test_a_held_node_stays_in_its_state_until_the_knob_lets_it_go(
+    core, custom, apps, operators, nodes, nic_cluster_policy, knobs
+):
+    _network_operator_env(custom, [])
+    names = nodes(2, gpus=0)
+    upgrade_policy = {"autoUpgrade": True, "maxParallelUpgrades": 2, "drain": {"enable": True}}
+    nic_cluster_policy(nodes.affinity, upgrade_policy)
+    old_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
+    wait_for(
+        lambda: _all_done(core, names, DOCA, DOCA_OLD, NO_NAMESPACE, old_image),
+        what="both nodes installed with the first DOCA driver",
+    )
+    stuck, free = names
+    knobs({"drivers": {"hold": [{"node": stuck, "driver": "doca", "state": "drain-required"}]}})
+    custom.patch_cluster_custom_object(
+        *POLICY, "nic-cluster-policy", {"spec": {"ofedDriver": {"version": DOCA_NEW}}}
+    )
+    new_image = f"{DOCA_REPOSITORY}:{DOCA_NEW}"
+    # The other node walks its six states meanwhile: the held one was passed over tick after
+    # tick.
+    wait_for(
+        lambda: _all_done(core, [free], DOCA, DOCA_NEW, NO_NAMESPACE, new_image),
+        timeout=60,
+        what=f"{free} upgraded",
+    )
+    entered = _label_time(_stored_node(core, stuck), DOCA.state_label)
+    time.sleep(2.5)
+    node = _stored_node(core, stuck)
+    assert _state(node, DOCA) == "drain-required"
+    assert _running(node, DOCA) == DOCA_OLD
+    assert node["spec"].get("unschedulable")
+    # A reader of managedFields sees it in that state since it entered it.
+    assert _label_time(node, DOCA.state_label) == entered
+    assert (datetime.datetime.now(datetime.UTC) - entered).total_seconds() >= 2
+    status = _daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET)["status"]
+    assert (status["updatedNumberScheduled"], status["desiredNumberScheduled"]) == (1, 2)
+
+    knobs({"drivers": {"hold": []}})
+    wait_for(
+        lambda: (
+            _all_done(core, names, DOCA, DOCA_NEW, NO_NAMESPACE, new_image)
+            and _rolled_out(_daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET), 2)
+        ),
+        timeout=60,
+        what=f"{stuck} upgraded once let go",
+    )
+
+
+def test_each_state_change_stamps_the_managed_fields_entry_holding_the_state_label(
+    core, custom, operators, nodes, cluster_policy, knobs, history
+):
+    names = nodes(1)
+    old = "nvcr.io/nvidia/driver:570.195.03-rhel9.6"
+    cluster_policy(
+        {
+            "repository": "nvcr.io/nvidia",
+            "image": "driver",
+            "version": "570.195.03-rhel9.6",
+            "upgradePolicy": {"autoUpgrade": True},
+        }
+    )
+    wait_for(
+        lambda: _all_done(core, names, GPU, old, GPU_OPERANDS, old),
+        what="the GPU node installed with the first driver",
+    )
+    # Each state lasts over a second: managedFields times have a resolution of one second.
+    knobs({"delay_seconds": 1.2})
+    installed = _label_time(_stored_node(core, names[0]), GPU.state_label)
+    recorder = _watch_nodes(history, core, nodes)
+    custom.patch_cluster_custom_object(
+        *CLUSTER_POLICY,
+        "gpu-cluster-policy",
+        {"spec": {"driver": {"version": "580.95.05-rhel9.6"}}},
+    )
+    new = "nvcr.io/nvidia/driver:580.95.05-rhel9.6"
+    wait_for(
+        lambda: _all_done(core, names, GPU, new, GPU_OPERANDS, new),
+        timeout=60,
+        what="the GPU node upgraded",
+    )
+    recorder.stop()
+    # (state, the time of the entry holding the label), at each state change
+    stamps = [("upgrade-done", installed)]
+    for _kind, _type, node in recorder.changes():
+        state = _state(node, GPU)
+        if stamps and stamps[-1][0] == state:
+            continue
+        (entry,) = _label_entries(node, GPU.state_label)
+        assert entry["manager"] == GPU.field_manager, entry
+        assert entry["operation"] == "Update"
+        stamps.append((state, _label_time(node, GPU.state_label)))
+    assert [state for state, _ in stamps] == ["upgrade-done", *GPU_WALK], stamps
+    times = [stamp for _, stamp in stamps]
+    assert all(later > earlier for earlier, later in zip(times, times[1:], strict=False)), stamps
+
+
+def test_a_long_policy_name_gives_a_valid_distinct_daemonset_name():
+    assert doca_daemonset_name("nic-cluster-policy") == DOCA_DAEMONSET
+    long_names = ["a" * 70 + "-first", "a" * 70 + "-second"]
+    shortened = [doca_daemonset_name(name) for name in long_names]
+    assert all(len(name) <= 63 and name.endswith("-ds") for name in shortened), shortened
+    assert shortened[0] != shortened[1]

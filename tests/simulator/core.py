@@ -67,9 +67,11 @@ DEFAULT_KNOBS: dict = {
     # configured devices of error_nodes (empty: every node) end in that reason, at the step where
     # the real daemon would meet it.
     "nic_configuration": {"error_reason": "", "error_nodes": []},
-    # The driver upgrade controllers (drivers.py): each {node, driver: gpu|doca, message} makes
-    # that node's driver pod fail at pod-restart-required (upgrade-failed, the old driver kept).
-    "drivers": {"fail": []},
+    # The driver upgrade controllers (drivers.py): each fail entry {node, driver: gpu|doca,
+    # message} makes that node's driver pod fail at pod-restart-required (upgrade-failed, the old
+    # driver kept); each hold entry {node, driver: gpu|doca, state} keeps that node in that state
+    # (upgrade-required, drain-required, ...) while it is listed: a stuck node.
+    "drivers": {"fail": [], "hold": []},
 }
 
 

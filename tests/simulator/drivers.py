@@ -18,20 +18,31 @@ managed node without one gets the desired driver at once (a fresh install). With
 node whose running driver differs from the desired one walks its driver's path, one state a tick
 (each after the delay knob), within the upgrade budget; the running driver changes at
 `pod-restart-required`, where the driver pod is deleted and created again, or the node ends in
-`upgrade-failed` when the knob `drivers.fail` names it. Without autoUpgrade the state labels are
-removed and a running driver changes only when its pod is deleted. One driver pod per managed
-node, Running, with a log served by the kubelet's endpoint (pods.LogServer).
+`upgrade-failed` when the knob `drivers.fail` names it; the knob `drivers.hold` keeps a node in
+a state (a stuck node). Without autoUpgrade the state labels are removed and a running driver
+changes only when its pod is deleted. Every state label change is a patch by the driver's own
+field manager (Driver.field_manager), so the Node's managedFields entry holding the label is
+stamped with the time of the last state change, as a reader of a real cluster's nodes expects.
+
+Each group has its driver DaemonSet (apps/v1, updateStrategy OnDelete as upstream's always are),
+owned by its policy: template image = the desired driver, and a status counted from the driver
+pods as the DaemonSet controller would. No DaemonSet controller runs on the test control plane,
+so the pods are still made here: one per managed node, owned by the DaemonSet (controller) and
+labelled with its template's labels and its generation (pod-template-generation), Running, with
+a log served by the kubelet's endpoint (pods.LogServer).
 
 Nothing waits for jobs, deletes or evicts workload pods, drains, or validates; the simulator
-writes only the state labels, spec.unschedulable, its own annotations, its own pods and (in
-requestor mode) its own NodeMaintenances.
+writes only the state labels, spec.unschedulable, its own annotations, its own DaemonSets and
+pods and (in requestor mode) its own NodeMaintenances.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.simulator.core import (
@@ -111,43 +122,110 @@ def following(path: tuple[str, ...], state: str) -> str | None:
     return path[path.index(state) + 1]
 
 
+# The label a DaemonSet controller puts on each pod: the DaemonSet's generation when it was made.
+POD_TEMPLATE_GENERATION = "pod-template-generation"
+# Kubernetes names that are also label values (a DaemonSet's `app` label): at most 63 characters.
+MAX_LABEL_VALUE = 63
+
+
 @dataclass(frozen=True)
 class Driver:
-    """What tells one driver's upgrades apart: the knob's name for it, the node label and
-    annotations, and its DaemonSet's pods."""
+    """What tells one driver's upgrades apart: the knob's name for it, the node label, the field
+    manager that writes it, the annotations, and its DaemonSets and their pods."""
 
     name: str
     state_label: str
+    # Every change of state_label is a patch by this manager, and every patch by this manager
+    # changes state_label (a cordon or a new running driver rides along), so the Node's
+    # managedFields entry of this manager holds the label and its time is the last state change
+    # (the API server stamps a manager's entry whenever that manager changes a field).
+    field_manager: str
     # The driver running on the node (owned by the simulator).
     running_annotation: str
     # Set when this controller cordoned the node: only such a node is uncordoned at the end.
     cordon_annotation: str
     pod_prefix: str
+    # Labels every driver pod of this driver carries, whatever its DaemonSet (to list them).
     pod_labels: dict
     container: str
     skip_label: str | None
+    # Selects this driver's DaemonSets, and the kinds of policy that own them.
+    daemonset_selector: str
+    owner_kinds: frozenset
 
 
 GPU = Driver(
     name="gpu",
     state_label="nvidia.com/gpu-driver-upgrade-state",
+    field_manager="gpudirect-rdma-simulator-gpu-driver-upgrade",
     running_annotation="simulator.gpudirect.rdma/gpu-driver",
     cordon_annotation="simulator.gpudirect.rdma/gpu-driver-cordoned",
     pod_prefix="nvidia-driver-daemonset-",
     pod_labels={"app": "nvidia-driver-daemonset"},
     container="nvidia-driver-ctr",
     skip_label="nvidia.com/gpu-driver-upgrade.skip",
+    daemonset_selector="app.kubernetes.io/component=nvidia-driver",
+    owner_kinds=frozenset({"ClusterPolicy"}),
 )
 DOCA = Driver(
     name="doca",
     state_label="nvidia.com/ofed-driver-upgrade-state",
+    field_manager="gpudirect-rdma-simulator-doca-driver-upgrade",
     running_annotation="simulator.gpudirect.rdma/doca-driver",
     cordon_annotation="simulator.gpudirect.rdma/doca-driver-cordoned",
     pod_prefix="mofed-",
     pod_labels={"nvidia.com/ofed-driver": ""},
     container="mofed-container",
     skip_label=None,
+    daemonset_selector="nvidia.com/ofed-driver",
+    owner_kinds=frozenset({"NicClusterPolicy", "NicNodePolicy"}),
 )
+
+GPU_DAEMONSET = "nvidia-driver-daemonset"
+
+
+def doca_daemonset_name(policy_name: str) -> str:
+    """The DOCA driver DaemonSet of a policy: mofed-<policy>-ds, the policy's name cut short
+    (with a digest of it, so that two long names stay apart) to keep it a valid label value."""
+    name = f"mofed-{policy_name}-ds"
+    if len(name) <= MAX_LABEL_VALUE:
+        return name
+    digest = hashlib.sha256(policy_name.encode()).hexdigest()[:8]
+    room = MAX_LABEL_VALUE - len(f"mofed--{digest}-ds")
+    return f"mofed-{policy_name[:room].rstrip('.-')}-{digest}-ds"
+
+
+@dataclass(frozen=True)
+class DriverDaemonSet:
+    """One group's driver DaemonSet as its pods need it: their owner (name, uid), the labels
+    and image of its template, and its generation (the pods' pod-template-generation)."""
+
+    name: str
+    uid: str
+    generation: int
+    labels: dict
+    image: str
+    status: dict
+
+    def owner_reference(self) -> dict:
+        """What the DaemonSet controller puts on its pods: the DaemonSet, as their controller."""
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+@dataclass(frozen=True)
+class DriverPod:
+    """What a DaemonSet's status counts of a driver pod: its container image, and whether it
+    runs and is ready (not crash-looping)."""
+
+    image: str
+    ready: bool
 
 
 @dataclass(frozen=True)
@@ -241,14 +319,28 @@ def failure_of(knobs: dict, driver: str, node: str) -> str | None:
     return None
 
 
+def held(knobs: dict, driver: str, node: str, state: str) -> bool:
+    """Whether the knob drivers.hold keeps this node in this state of this driver."""
+    return any(
+        entry.get("node") == node and entry.get("driver") == driver and entry.get("state") == state
+        for entry in (knobs.get("drivers") or {}).get("hold") or []
+    )
+
+
 def owner_reference(owner: dict) -> dict:
+    """A policy as the owner of its DaemonSet, as the operator sets it (its controller)."""
     return {
         "apiVersion": owner["apiVersion"],
         "kind": owner["kind"],
         "name": owner["metadata"]["name"],
         "uid": owner["metadata"]["uid"],
-        "blockOwnerDeletion": False,
+        "controller": True,
+        "blockOwnerDeletion": True,
     }
+
+
+def _uid(group: Group) -> str:
+    return group.owner["metadata"]["uid"]
 
 
 def _name(node: dict) -> str:
@@ -264,8 +356,9 @@ def _annotations(node: dict) -> dict:
 
 
 class DriverUpgrades:
-    """One driver's upgrade controller: the state machine and the driver pods. A subclass says
-    which nodes are managed, by which policy (groups) and where the pods run (namespace)."""
+    """One driver's upgrade controller: the state machine, the driver DaemonSets and their pods.
+    A subclass says which nodes are managed, by which policy (groups), where the DaemonSets and
+    pods run (namespace) and what each DaemonSet is called (daemonset_name, daemonset_labels)."""
 
     driver: Driver
     name = ""
@@ -275,6 +368,11 @@ class DriverUpgrades:
         # The kubelet log endpoint's logs (pods.LogServer.logs), by (namespace, pod, container).
         self.logs = logs if logs is not None else {}
         self._refused: set[str] = set()  # NodeMaintenances refused once, logged once
+        # The DaemonSets this controller made, by (namespace, name): those to delete once their
+        # group is gone, even when nothing enables the driver any more (no list needed then).
+        self._made: set[tuple[str, str]] = set()
+        # This tick's DaemonSet of each group, by its policy's uid (what new pods are made from).
+        self._daemonsets: dict[str, DriverDaemonSet] = {}
 
     def groups(self, world: World) -> list[Group] | None:
         """The groups of managed nodes, or None while nothing enables this driver (then the
@@ -282,20 +380,33 @@ class DriverUpgrades:
         raise NotImplementedError
 
     def namespace(self, world: World) -> str | None:
-        """The namespace of the driver pods (the operator's)."""
+        """The namespace of the driver DaemonSets and pods (the operator's)."""
+        raise NotImplementedError
+
+    def daemonset_name(self, group: Group) -> str:
+        """The name of the group's driver DaemonSet."""
+        raise NotImplementedError
+
+    def daemonset_labels(self, name: str) -> dict:
+        """The labels of the DaemonSet called name, of its template and so of its pods; the
+        `app` label alone is its selector."""
         raise NotImplementedError
 
     def reconcile(self, world: World) -> None:
         groups = self.groups(world)
         if groups is None:
+            self._delete_made_daemonsets(world, keep=set())
             return
         maintenances = None
-        if any(g.requestor is not None for g in groups):
+        if any(g.requestor is not None and g.nodes for g in groups):
             maintenances = {
                 (m["metadata"]["namespace"], m["metadata"]["name"]): m
                 for m in list_cluster(world, *MAINTENANCE, "nodemaintenances", reuse=True)
             }
         namespace = self._active_namespace(world)
+        self._daemonsets = (
+            self._sync_daemonsets(world, groups, namespace) if namespace is not None else {}
+        )
         for group in groups:
             self._install_fresh(world, group)
             if group.auto_upgrade:
@@ -303,7 +414,8 @@ class DriverUpgrades:
             else:
                 self._forget_states(world, group)
         if namespace is not None:
-            self._sync_pods(world, groups, namespace)
+            pods = self._sync_pods(world, groups, namespace)
+            self._write_daemonset_statuses(world, groups, namespace, pods)
 
     # -- the state machine --------------------------------------------------------------------
 
@@ -317,13 +429,19 @@ class DriverUpgrades:
                 world,
                 node,
                 {"metadata": {"labels": labels, "annotations": self._running(group.desired)}},
+                self.driver.field_manager if labels else None,
             )
 
     def _forget_states(self, world: World, group: Group) -> None:
         """Without autoUpgrade the controller is off: no state labels (upgrade_controller.go)."""
         for node in group.nodes:
             if self.driver.state_label in _labels(node):
-                self._patch(world, node, {"metadata": {"labels": {self.driver.state_label: None}}})
+                self._patch(
+                    world,
+                    node,
+                    {"metadata": {"labels": {self.driver.state_label: None}}},
+                    self.driver.field_manager,
+                )
 
     def _advance(
         self, world: World, group: Group, namespace: str | None, maintenances: dict
@@ -339,6 +457,8 @@ class DriverUpgrades:
             group.max_unavailable,
         )
         for node, state in zip(group.nodes, states, strict=True):
+            if held(world.knobs, self.driver.name, _name(node), state):
+                continue  # the knob drivers.hold: a node stuck in its state
             running = _annotations(node).get(self.driver.running_annotation)
             if state in (UNKNOWN, UPGRADE_DONE):
                 target = UPGRADE_DONE if running == group.desired else UPGRADE_REQUIRED
@@ -483,16 +603,24 @@ class DriverUpgrades:
         return {self.driver.running_annotation: driver}
 
     def _move(self, world: World, node: dict, state: str, patch: dict | None = None) -> None:
+        """Set the node's state, with what leaving the last one took (patch), in one write by
+        the driver's field manager: that manager's managedFields entry holds the label and is
+        stamped with this write's time."""
         patch = dict(patch or {})
         metadata = dict(patch.get("metadata") or {})
         metadata["labels"] = {**(metadata.get("labels") or {}), self.driver.state_label: state}
         patch["metadata"] = metadata
-        self._patch(world, node, patch)
+        self._patch(world, node, patch, self.driver.field_manager)
 
     @staticmethod
-    def _patch(world: World, node: dict, patch: dict) -> None:
-        """Patch the node, and the tick's copy of it, so that later controllers see the change."""
-        world.core.patch_node(_name(node), patch)
+    def _patch(world: World, node: dict, patch: dict, field_manager: str | None = None) -> None:
+        """Patch the node (a strategic merge patch; by field_manager when given, else by the
+        client's default manager), and the tick's copy of it, so that later controllers see the
+        change."""
+        if field_manager is None:
+            world.core.patch_node(_name(node), patch)
+        else:
+            world.core.patch_node(_name(node), patch, field_manager=field_manager)
         metadata = patch.get("metadata") or {}
         for key in ("labels", "annotations"):
             current = node["metadata"].setdefault(key, {}) or {}
@@ -520,22 +648,157 @@ class DriverUpgrades:
             raise
         return namespace if (found.status.phase or "Active") == "Active" else None
 
-    def _sync_pods(self, world: World, groups: list[Group], namespace: str) -> None:
+    # -- driver DaemonSets -------------------------------------------------------------------
+
+    def _sync_daemonsets(
+        self, world: World, groups: list[Group], namespace: str
+    ) -> dict[str, DriverDaemonSet]:
+        """One DaemonSet per group, in namespace, owned by the group's policy, its template's
+        image the desired driver (a change of it moves metadata.generation, as on a real
+        cluster); those of groups that are gone are deleted. Returns them by policy uid."""
+        apps = client.AppsV1Api(world.api_client)
+        listed = {}
+        for item in apps.list_namespaced_daemon_set(
+            namespace, label_selector=self.driver.daemonset_selector
+        ).items:
+            daemonset = world.api_client.sanitize_for_serialization(item)
+            owners = daemonset["metadata"].get("ownerReferences") or []
+            if any(o.get("kind") in self.driver.owner_kinds for o in owners):
+                listed[daemonset["metadata"]["name"]] = daemonset  # made by the operator
+        wanted = {self.daemonset_name(group): group for group in groups}
+        for name in set(listed) - set(wanted):
+            self._delete_daemonset(apps, namespace, name)
+        self._delete_made_daemonsets(world, keep={(namespace, name) for name in wanted})
+        made = {}
+        for name, group in wanted.items():
+            daemonset = listed.get(name)
+            owners = (daemonset or {}).get("metadata", {}).get("ownerReferences") or []
+            if daemonset is not None and _uid(group) not in {o.get("uid") for o in owners}:
+                # A policy deleted and made again under the same name: its DaemonSet is new.
+                self._delete_daemonset(apps, namespace, name)
+                daemonset = None
+            image = group.image_prefix + group.desired
+            if daemonset is None:
+                daemonset = self._create_daemonset(world, apps, namespace, name, group, image)
+            elif _template_image(daemonset) != image:
+                change = {"spec": {"template": {"spec": {"containers": [self._container(image)]}}}}
+                daemonset = world.api_client.sanitize_for_serialization(
+                    apps.patch_namespaced_daemon_set(name, namespace, change)
+                )
+            self._made.add((namespace, name))
+            metadata = daemonset["metadata"]
+            made[_uid(group)] = DriverDaemonSet(
+                name=name,
+                uid=metadata["uid"],
+                generation=int(metadata.get("generation") or 1),
+                labels=dict(daemonset["spec"]["template"]["metadata"].get("labels") or {}),
+                image=image,
+                status=daemonset.get("status") or {},
+            )
+        return made
+
+    def _container(self, image: str) -> dict:
+        return {"name": self.driver.container, "image": image}
+
+    def _create_daemonset(
+        self,
+        world: World,
+        apps: client.AppsV1Api,
+        namespace: str,
+        name: str,
+        group: Group,
+        image: str,
+    ) -> dict:
+        """The group's DaemonSet as the operator renders it, as far as readers look: labels,
+        selector, a template with the driver container, OnDelete updates, its policy as owner."""
+        labels = self.daemonset_labels(name)
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": labels,
+                "ownerReferences": [owner_reference(group.owner)],
+            },
+            "spec": {
+                "selector": {"matchLabels": {"app": labels["app"]}},
+                # Upstream's driver DaemonSets are always OnDelete: a new template reaches a
+                # node only when the upgrade controller deletes its pod.
+                "updateStrategy": {"type": "OnDelete"},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "containers": [self._container(image)],
+                        "tolerations": [{"operator": "Exists"}],
+                    },
+                },
+            },
+        }
+        try:
+            created = apps.create_namespaced_daemon_set(namespace, body)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            created = apps.read_namespaced_daemon_set(name, namespace)
+        return world.api_client.sanitize_for_serialization(created)
+
+    def _delete_daemonset(self, apps: client.AppsV1Api, namespace: str, name: str) -> None:
+        """Delete a driver DaemonSet; the garbage collector deletes its pods."""
+        try:
+            apps.delete_namespaced_daemon_set(name, namespace)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+        self._made.discard((namespace, name))
+
+    def _delete_made_daemonsets(self, world: World, keep: set[tuple[str, str]]) -> None:
+        """Delete the DaemonSets this controller made that are not in keep (their group is
+        gone, or the pods' namespace moved): no request when there are none."""
+        stale = self._made - keep
+        if stale:
+            apps = client.AppsV1Api(world.api_client)
+            for namespace, name in sorted(stale):
+                self._delete_daemonset(apps, namespace, name)
+
+    def _write_daemonset_statuses(
+        self, world: World, groups: list[Group], namespace: str, pods: dict[str, DriverPod]
+    ) -> None:
+        """Each DaemonSet's status as the DaemonSet controller counts it, written (status
+        subresource) only when it changed."""
+        apps = client.AppsV1Api(world.api_client)
+        for group in groups:
+            daemonset = self._daemonsets.get(_uid(group))
+            if daemonset is None:
+                continue
+            status = daemonset_status(daemonset, group, self.driver.pod_prefix, pods)
+            current = daemonset.status
+            if any(current.get(key, 0) != value for key, value in status.items()):
+                apps.patch_namespaced_daemon_set_status(
+                    daemonset.name, namespace, {"status": status}
+                )
+
+    # -- driver pods --------------------------------------------------------------------------
+
+    def _sync_pods(self, world: World, groups: list[Group], namespace: str) -> dict[str, DriverPod]:
         """One driver pod per managed node, as the DaemonSets keep them: a missing one is
-        created from the DaemonSet's current template (the node then runs the desired driver,
-        unless the knob fails it); those of nodes no longer managed are deleted."""
+        created from its DaemonSet's current template (the node then runs the desired driver,
+        unless the knob fails it); those of nodes no longer managed are deleted. Returns the
+        driver pods there are now, by name."""
         selector = ",".join(f"{k}={v}" if v else k for k, v in self.driver.pod_labels.items())
         pods = {
             p.metadata.name: p
             for p in world.core.list_namespaced_pod(namespace, label_selector=selector).items
             if p.metadata.name.startswith(self.driver.pod_prefix)
         }
+        now_there = {name: driver_pod(pod) for name, pod in pods.items()}
         wanted = {}
         for group in groups:
             for node in group.nodes:
                 wanted[self.driver.pod_prefix + _name(node)] = (group, node)
         for name in set(pods) - set(wanted):
             self._delete_pod(world, namespace, name)
+            now_there.pop(name, None)
         for name, (group, node) in wanted.items():
             if name in pods:
                 continue
@@ -544,7 +807,8 @@ class DriverUpgrades:
             if changes and message is None:
                 running = self._running(group.desired)
                 self._patch(world, node, {"metadata": {"annotations": running}})
-            self._create_pod(world, node, group, namespace, message)
+            now_there[name] = self._create_pod(world, node, group, namespace, message)
+        return now_there
 
     def _restart_pod(
         self, world: World, node: dict, group: Group, namespace: str, failure: str | None
@@ -562,24 +826,29 @@ class DriverUpgrades:
 
     def _create_pod(
         self, world: World, node: dict, group: Group, namespace: str, failure: str | None
-    ) -> None:
-        """The driver pod on node, from the DaemonSet's template (the desired driver). It runs
-        and says the driver is loaded; with a failure, its container crash-loops and its log
-        ends with the failure's message."""
+    ) -> DriverPod:
+        """The driver pod on node, as the DaemonSet controller makes it from the group's
+        DaemonSet: its template's labels and container (the desired driver), the DaemonSet's
+        generation as pod-template-generation, the DaemonSet as controlling owner. It runs and
+        says the driver is loaded; with a failure, its container crash-loops and its log ends
+        with the failure's message."""
+        daemonset = self._daemonsets[_uid(group)]
         name = self.driver.pod_prefix + _name(node)
-        image = group.image_prefix + group.desired
         body = {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {
                 "name": name,
                 "namespace": namespace,
-                "labels": dict(self.driver.pod_labels),
-                "ownerReferences": [owner_reference(group.owner)],
+                "labels": {
+                    **daemonset.labels,
+                    POD_TEMPLATE_GENERATION: str(daemonset.generation),
+                },
+                "ownerReferences": [daemonset.owner_reference()],
             },
             "spec": {
                 "nodeName": _name(node),
-                "containers": [{"name": self.driver.container, "image": image}],
+                "containers": [self._container(daemonset.image)],
                 "tolerations": [{"operator": "Exists"}],
             },
         }
@@ -588,8 +857,45 @@ class DriverUpgrades:
         except ApiException as error:
             if error.status != 409:
                 raise
-        self.logs[(namespace, name, self.driver.container)] = driver_log(image, failure)
+        self.logs[(namespace, name, self.driver.container)] = driver_log(daemonset.image, failure)
         world.core.patch_namespaced_pod_status(name, namespace, pod_status(body, failure))
+        return DriverPod(image=daemonset.image, ready=failure is None)
+
+
+def _template_image(daemonset: dict) -> str | None:
+    containers = daemonset["spec"]["template"]["spec"].get("containers") or [{}]
+    return containers[0].get("image")
+
+
+def driver_pod(pod) -> DriverPod:
+    """A listed driver pod (a V1Pod) as a DaemonSet's status counts it: ready when Running
+    with its Ready condition True."""
+    status = pod.status
+    ready = (status.phase if status else None) == "Running" and any(
+        c.type == "Ready" and c.status == "True" for c in (status.conditions or [])
+    )
+    return DriverPod(image=pod.spec.containers[0].image, ready=ready)
+
+
+def daemonset_status(
+    daemonset: DriverDaemonSet, group: Group, pod_prefix: str, pods: dict[str, DriverPod]
+) -> dict:
+    """The status the DaemonSet controller would write: every managed node should run a pod
+    (desired); current counts the pods there are, updated those of the template's image,
+    ready and available those Running and not failing (minReadySeconds is 0)."""
+    present = [pods[pod_prefix + _name(n)] for n in group.nodes if pod_prefix + _name(n) in pods]
+    desired = len(group.nodes)
+    ready = sum(1 for pod in present if pod.ready)
+    return {
+        "observedGeneration": daemonset.generation,
+        "desiredNumberScheduled": desired,
+        "currentNumberScheduled": len(present),
+        "updatedNumberScheduled": sum(1 for pod in present if pod.image == daemonset.image),
+        "numberReady": ready,
+        "numberAvailable": ready,
+        "numberUnavailable": desired - ready,
+        "numberMisscheduled": 0,
+    }
 
 
 def driver_log(image: str, failure: str | None) -> str:
@@ -664,6 +970,13 @@ class GpuDriverUpgrades(DriverUpgrades):
             )
         ]
 
+    def daemonset_name(self, group: Group) -> str:
+        return GPU_DAEMONSET
+
+    def daemonset_labels(self, name: str) -> dict:
+        """As the GPU Operator labels its driver DaemonSet (assets/state-driver)."""
+        return {"app": name, "app.kubernetes.io/component": "nvidia-driver"}
+
     def namespace(self, world: World) -> str | None:
         policies = list_cluster(world, "nvidia.com", "v1", "clusterpolicies", reuse=True)
         written = next(
@@ -697,12 +1010,11 @@ class DocaDriverUpgrades(DriverUpgrades):
             if policy is not None:
                 members.setdefault(policy["metadata"]["uid"], []).append(node)
         requestor = self._requestor(world)
-        groups = []
-        for policy in cluster_policies + node_policies:
-            nodes = members.get(policy["metadata"]["uid"])
-            if nodes:
-                groups.append(self._group(policy, tuple(nodes), requestor))
-        return groups
+        # A policy selecting no node is a group too: its DaemonSet exists and schedules none.
+        return [
+            self._group(policy, tuple(members.get(policy["metadata"]["uid"], ())), requestor)
+            for policy in cluster_policies + node_policies
+        ]
 
     @staticmethod
     def _policy_of(node: dict, cluster_policies: list, node_policies: list) -> dict | None:
@@ -758,6 +1070,13 @@ class DocaDriverUpgrades(DriverUpgrades):
             requestor=requestor,
             maintenance_spec=maintenance_spec(upgrade),
         )
+
+    def daemonset_name(self, group: Group) -> str:
+        return doca_daemonset_name(group.owner["metadata"]["name"])
+
+    def daemonset_labels(self, name: str) -> dict:
+        """As the Network Operator labels its DOCA driver DaemonSets (state-ofed-driver)."""
+        return {"nvidia.com/ofed-driver": "", "app": name}
 
     def namespace(self, world: World) -> str | None:
         csv = installed_csv(world, NETWORK_OPERATOR_PACKAGE)
