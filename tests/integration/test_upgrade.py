@@ -169,7 +169,7 @@ def test_the_upgrade_approves_exactly_the_way_in_the_order_that_keeps_gpudirect(
     installed_older, run_playbook, control_plane, custom, tmp_path
 ):
     audit = AuditLog(control_plane.audit_log).mark()
-    result = upgrade(run_playbook, "-e", f"upgrade_snapshot_dir={tmp_path}")
+    result = upgrade(run_playbook, "-e", f"upgrade_report_dir={tmp_path}")
     assert recap(result.stdout)["failed"] == 0, result.stdout[-3000:]
     # The snapshot taken before the first write holds the CSVs that ran.
     (snapshot,) = (p for p in tmp_path.glob("*.tar.gz") if not p.is_symlink())
@@ -178,6 +178,16 @@ def test_the_upgrade_approves_exactly_the_way_in_the_order_that_keeps_gpudirect(
             archive.extractfile(m).read().decode() for m in archive.getmembers() if m.isfile()
         )
     assert "nvidia-network-operator.v26.1.0" in text and "gpu-operator-certified.v25.10.1" in text
+    # verify before the first write and after the last, side by side: the same rails, the same
+    # transport, within 10 %.
+    report = json.loads((tmp_path / "upgrade-report.json").read_text())
+    assert report["comparison"]["passed"] is True
+    assert [row["what"] for row in report["comparison"]["rows"]] == ["rail 0"]
+    (rail,) = report["comparison"]["rows"]
+    assert rail["before"] and rail["after"] and rail["before_transport"] == "GPUDirect (dmabuf)"
+    for folder in ("verify-before", "verify-after"):
+        assert json.loads((tmp_path / folder / "verify-report.json").read_text())["passed"]
+    assert [w["operator"] for w in report["way"]][-2:] == ["network_operator", "gpu_operator"]
     csvs = installed_csvs(custom)
     assert csvs["nvidia-network-operator"] == NETWORK_TARGET
     assert csvs["gpu-operator-certified"] == GPU_TARGET
