@@ -28,7 +28,10 @@ description:
     again; nothing is approved twice.
   - It upgrades the operators only; their operands (the NicClusterPolicy's DOCA driver version,
     the ClusterPolicy) are the steps' (M(gpudirect.rdma.step)), which playbooks/upgrade.yml runs
-    after each operator.
+    after each operator. Before an operator's first InstallPlan it makes what its step holds
+    during an upgrade - the GPU Operator's step turns the ClusterPolicy's driver upgrade
+    controller off, so that the GPU driver rolls once, to the last CSV's driver, when the step
+    applies the ClusterPolicy again, not once per InstallPlan.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpudirect.rdma.cluster
@@ -193,6 +196,20 @@ def before(module) -> None:
         raise ModuleFailure(f"timeout: got {module.params['timeout']}; expected 1 or more seconds")
 
 
+def hold(module, cluster, step: table.Step, plan: dict) -> bool:
+    """Make the step's upgrade holds (steps.base.Step.upgrade_holds) on the objects that exist;
+    whether one was written."""
+    written = False
+    for held in step.upgrade_holds(plan):
+        where = (held["api_version"], held["kind"], held["name"], held["namespace"])
+        if cluster.get(*where) is None:
+            continue
+        cluster.patch(*where, held["patch"])
+        say(module, f"{step.name}: {held['kind']} {held['name']} held: {held['why']}")
+        written = True
+    return written
+
+
 def body(module, cluster, done) -> dict:
     params = module.params
     plan, graphs = params["plan"], params["graphs"] or {}
@@ -220,6 +237,7 @@ def body(module, cluster, done) -> dict:
         lines += planned.lines()
         if planned.hops and not module.check_mode:
             say(module, f"{key}: {planned.installed} -> {planned.target}")
+            changed = hold(module, cluster, step, plan) or changed
         hops = walk(
             cluster,
             operator,

@@ -42,9 +42,9 @@ def recap(output: str) -> dict[str, int]:
     return {"ok": int(match[1]), "changed": int(match[2]), "failed": int(match[3])}
 
 
-def nodes_for(harness, inventory: str) -> None:
-    """Two fake nodes for each node group of the inventory, with the group's labels and the
-    NICs of its rails, without NFD labels (worker-0 and worker-1 with one group); returns once
+def nodes_for(harness, inventory: str, count: int = 2) -> None:
+    """count (two) fake nodes for each node group of the inventory, with the group's labels and
+    the NICs of its rails, without NFD labels (worker-0 and worker-1 with one group); returns once
     the simulated Machine Config Operator counts them in the worker pool, as a cluster's pool
     counts its nodes long before anybody runs a playbook."""
     plan = build_plan(inputs(inventory))
@@ -54,7 +54,7 @@ def nodes_for(harness, inventory: str) -> None:
         link_type = "ib" if group["fabric"] == "infiniband" else "eth"
         names = register_nodes(
             harness,
-            2,
+            count,
             prefix=f"worker-{group['name']}" if group["name"] else "worker",
             nfd_labels=False,
             labels=group["node_selector"] if group["name"] else None,

@@ -246,6 +246,10 @@ class OnePoll:
             lambda: self.cluster.list(api_version, kind, namespace, label_selector),
         )
 
+    def log(self, *args, **kwargs) -> str:
+        """A container's log (a failed driver pod's last lines), read when asked."""
+        return self.cluster.log(*args, **kwargs)
+
 
 def identity(gate: Gate, obj: dict) -> dict:
     """apiVersion, kind, namespace and name of one of the gate's objects."""

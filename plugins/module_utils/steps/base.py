@@ -144,6 +144,10 @@ class Step:
     # An operator somebody else installed (a Subscription to its package in any namespace that
     # is not the collection's) is used, not replaced: the step writes nothing then.
     uses_installed: bool = False
+    # What upgrade.yml holds while it steps the step's operator through its InstallPlans: (plan)
+    # -> merge patches {api_version, kind, name, namespace, patch, why} made before the first
+    # InstallPlan is approved; the step's own apply after the last gives the plan's values back.
+    upgrade_holds: Callable[[dict], list[dict]] = lambda plan: []
     # The step's operand needs what only the cluster knows: (plan, list) -> the plan with it,
     # where list(api_version, kind, namespace) is the engine's read (the NIC types of the
     # NicDevices, when the inventory names none).

@@ -132,6 +132,25 @@ def gpu_nodes(policy: dict, nodes: list[dict], others: list[dict]) -> list[str]:
     return [n["name"] for n in nodes if n["labels"].get(nfd.GPU_LABEL) == "true"]
 
 
+def upgrade_holds(plan: dict) -> list[dict]:
+    """The GPU driver's upgrade controller, off while the GPU Operator goes through its
+    InstallPlans: each CSV brings its own driver image (the default ClusterPolicy takes it from the
+    operator), so with the controller on every node would be drained once per InstallPlan, the
+    next change starting before the last one ended. Held, the driver pods stay as they are (the
+    DaemonSet updates on delete only) until the step applies the ClusterPolicy again, and the
+    nodes roll once, to the last CSV's driver."""
+    return [
+        {
+            "api_version": API_VERSION,
+            "kind": "ClusterPolicy",
+            "name": gpu.NAME,
+            "namespace": None,
+            "patch": {"spec": {"driver": {"upgradePolicy": {"autoUpgrade": False}}}},
+            "why": "the GPU driver rolls once, to the last CSV's driver, after the last one",
+        }
+    ]
+
+
 STEP = Step(
     name="gpu-operator",
     title="NVIDIA GPU Operator",
@@ -152,6 +171,7 @@ STEP = Step(
         driver_stuck_seconds("gpu_operator", "GPU"),
     ),
     needs_csv=True,
+    upgrade_holds=upgrade_holds,
     wave=4,
     # Anybody's: the GPU Operator honours one ClusterPolicy.
     diagnostics=((API_VERSION, "ClusterPolicy", EVERYWHERE),),

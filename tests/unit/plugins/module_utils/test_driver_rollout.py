@@ -12,7 +12,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.driver_rollout 
     observe,
     state_since,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import to_gate
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
+    GateFailed,
+    to_gate,
+    wait_for,
+)
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 NOW = datetime.datetime(2026, 12, 5, 12, 0, 0, tzinfo=datetime.UTC)
@@ -165,3 +169,16 @@ def test_the_state_was_written_when_its_managed_fields_entry_says():
     written = node("gpu-0", "cordon-required", 42)
     assert state_since(written, STATE) == NOW - datetime.timedelta(seconds=42)
     assert state_since(node("gpu-0", None), STATE) is None
+
+
+def test_the_wait_fails_at_once_on_a_failed_node_with_its_log():
+    """Through wait_for, which reads each poll through its own cache of the cluster."""
+    pod = {
+        "metadata": {"name": "nvidia-driver-daemonset-7q", "namespace": "nvidia-gpu-operator"},
+        "spec": {"nodeName": "gpu-1", "containers": [{"name": "nvidia-driver-ctr"}]},
+    }
+    cluster = Cluster(
+        [daemonset(updated=1)], [node("gpu-1", "upgrade-failed")], pods=[pod], log="boom\n"
+    )
+    with pytest.raises(GateFailed, match="node gpu-1 is upgrade-failed .*7q: boom"):
+        wait_for(cluster, [rollout_gate()], timeout=5, sleep=lambda _s: None)

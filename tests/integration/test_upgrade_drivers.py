@@ -1,0 +1,180 @@
+"""playbooks/upgrade.yml's driver rollouts on the local control plane, the simulator playing the
+Network Operator's and the GPU Operator's driver upgrade controllers: four nodes installed by
+site.yml at Network Operator 26.1.0 and GPU Operator 25.10.1, upgraded to the newest with a
+budget of one node. Every node's DOCA driver, then every node's GPU driver, walks its states,
+never more than one node at once; a GPU driver pod that fails stops the play at once naming the
+node and its log, and a re-run once the node is retried finishes without approving anything
+again."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import pytest
+from kubernetes import client
+
+from tests.harness.audit import AuditLog
+from tests.harness.controlplane import ADMIN_USER
+from tests.integration.test_site import installed_csvs, nodes_for, recap, site
+from tests.integration.test_upgrade import (
+    GPU_TARGET,
+    INVENTORY,
+    NETWORK_TARGET,
+    OLDER,
+    UNINSTALL,
+    approvals,
+    upgrade,
+)
+
+DOCA = "nvidia.com/ofed-driver-upgrade-state"
+GPU = "nvidia.com/gpu-driver-upgrade-state"
+IDLE = (None, "upgrade-done", "upgrade-required")
+BUDGET = ("-e", "gpudirect_rdma_driver_upgrade_max_parallel=1", "-e", "upgrade_verify=false")
+
+
+@pytest.fixture
+def four_nodes_older(control_plane, run_playbook, harness, custom):
+    run_playbook(UNINSTALL, "-e", "uninstall_timeout=90")
+    nodes_for(harness, INVENTORY, count=4)
+    first = site(run_playbook, INVENTORY, *OLDER, *BUDGET)
+    assert recap(first.stdout)["failed"] == 0
+    yield
+    run_playbook(UNINSTALL, "-e", "uninstall_timeout=90")
+
+
+class StateLog:
+    """Every node's two upgrade state labels, read every 0.1 s while a playbook runs: each
+    change in order, and the most nodes of each driver in progress at once."""
+
+    def __init__(self, harness):
+        self.core = client.CoreV1Api(harness)
+        self.changes: list[tuple[str, str, str]] = []
+        self.most = {DOCA: 0, GPU: 0}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        last: dict[tuple[str, str], str | None] = {}
+        while not self.stop.is_set():
+            for label in (DOCA, GPU):
+                moving = 0
+                for node in self.core.list_node().items:
+                    state = (node.metadata.labels or {}).get(label)
+                    key = (node.metadata.name, label)
+                    if last.get(key, state) != state:
+                        self.changes.append((node.metadata.name, label, state))
+                    last[key] = state
+                    moving += state not in IDLE
+                self.most[label] = max(self.most[label], moving)
+            time.sleep(0.1)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+    def of(self, label: str) -> list[tuple[str, str]]:
+        return [(node, state) for node, kind, state in self.changes if kind == label]
+
+
+def test_each_driver_rolls_node_by_node_within_the_budget_doca_first(
+    four_nodes_older, run_playbook, harness, custom
+):
+    with StateLog(harness) as states:
+        result = upgrade(run_playbook, *BUDGET, "-e", "gpudirect_rdma_progress_interval=1")
+    assert recap(result.stdout)["failed"] == 0, result.stdout[-3000:]
+    csvs = installed_csvs(custom)
+    assert (csvs["nvidia-network-operator"], csvs["gpu-operator-certified"]) == (
+        NETWORK_TARGET,
+        GPU_TARGET,
+    )
+    nodes = [f"worker-{i}" for i in range(4)]
+    for label, path in (
+        (
+            DOCA,
+            [
+                "upgrade-required",
+                "cordon-required",
+                "wait-for-jobs-required",
+                "drain-required",
+                "pod-restart-required",
+                "uncordon-required",
+                "upgrade-done",
+            ],
+        ),
+        (
+            GPU,
+            [
+                # Held during the GPU Operator's InstallPlans: the controller off, its label gone.
+                None,
+                "upgrade-required",
+                "cordon-required",
+                "wait-for-jobs-required",
+                "pod-deletion-required",
+                "pod-restart-required",
+                "validation-required",
+                "uncordon-required",
+                "upgrade-done",
+            ],
+        ),
+    ):
+        walked = states.of(label)
+        for node in nodes:
+            assert [s for n, s in walked if n == node] == path, (label, node, walked)
+        assert states.most[label] == 1, (label, states.most)
+    # The DOCA driver was everywhere before the GPU driver moved on any node.
+    changes = states.changes
+    last_doca = max(i for i, (_n, label, _s) in enumerate(changes) if label == DOCA)
+    first_gpu = min(i for i, (_n, label, _s) in enumerate(changes) if label == GPU)
+    assert last_doca < first_gpu
+    # The play followed them node by node: its progress lines say which node is where.
+    shown = " ".join(result.stdout.split())
+    assert re.search(
+        r"for gate '(DOCA|GPU) driver rolled out'[^\n]*node\(s\) done, in progress: worker-\d ",
+        shown,
+    ), result.stdout[-3000:]
+
+
+def test_a_failing_gpu_driver_stops_the_play_naming_the_node_and_a_rerun_finishes(
+    four_nodes_older, run_playbook, harness, custom, knobs, control_plane
+):
+    knobs(
+        {
+            "drivers": {
+                "fail": [
+                    {
+                        "node": "worker-2",
+                        "driver": "gpu",
+                        "message": "NVRM: GPU 0000:1b:00.0: RmInitAdapter failed",
+                    }
+                ]
+            }
+        }
+    )
+    failed = upgrade(run_playbook, *BUDGET, check=False)
+    assert failed.returncode != 0
+    shown = " ".join(failed.stdout.split())
+    assert f"node worker-2 is upgrade-failed ({GPU})" in shown, failed.stdout[-3000:]
+    assert "RmInitAdapter failed" in shown
+    assert f"oc label node worker-2 {GPU}=upgrade-required --overwrite" in shown
+    # The operators are at their targets; only the driver of worker-2 holds.
+    assert installed_csvs(custom)["gpu-operator-certified"] == GPU_TARGET
+    knobs({"drivers": {"fail": []}})
+    client.CoreV1Api(harness).patch_node(
+        "worker-2", {"metadata": {"labels": {GPU: "upgrade-required"}}}
+    )
+    audit = AuditLog(control_plane.audit_log).mark()
+    rerun = upgrade(run_playbook, *BUDGET)
+    assert recap(rerun.stdout)["failed"] == 0, rerun.stdout[-3000:]
+    assert approvals(audit) == []
+    states = {
+        n.metadata.name: (n.metadata.labels or {}).get(GPU)
+        for n in client.CoreV1Api(harness).list_node().items
+    }
+    assert set(states.values()) == {"upgrade-done"}, states
+    assert not [w for w in audit.writes(ADMIN_USER) if w.resource == "subscriptions"]
