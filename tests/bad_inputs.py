@@ -185,6 +185,14 @@ CASES: list[BadInput] = [
         set={"openshift_version": 4.2},
     ),
     BadInput(
+        "openshift-target-version-5",
+        SDR,
+        V + "openshift_target_version",
+        "'5.1'",
+        "an OpenShift minor version such as 4.20",
+        set={"openshift_target_version": "5.1"},
+    ),
+    BadInput(
         "take-over-maybe",
         SDR,
         V + "take_over",

@@ -364,6 +364,13 @@ options:
       another. Quote it in YAML (C("4.20")); unquoted, 4.20 is the number 4.2 and fails.
     type: str
     default: "4.20"
+  openshift_target_version:
+    description:
+      - An OpenShift minor version the cluster is to be upgraded to next (C("4.21")), optional.
+        C(playbooks/upgrade.yml) checks it against the releases it upgrades to, before any
+        write, so that the operators move first when the cluster's next OpenShift needs newer
+        ones. Quote it in YAML.
+    type: str
   nfd_operand_image:
     description: NFD operand image, pinned in the NodeFeatureDiscovery. Unset, the instance names none and the NFD
       operator runs its own (its CSV's), which moves with every operator upgrade; a pinned image does not

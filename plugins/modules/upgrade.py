@@ -16,6 +16,11 @@ description:
     downgrade (OLM never installs an older version), a target no channel reaches, a release the
     cluster's OpenShift does not support and an operator whose OperatorCondition says it is not
     upgradeable are refused, naming the installed CSV, the target, the channel and what to do.
+  - Also before any write - C(upgrade-disruption) warns of the nodes a new CSV's operand defaults
+    change (the GPU Operator's driver image, so every GPU node's driver rolls) and the pods there
+    that hold GPUs or RDMA devices; C(openshift-target) checks the plan's
+    C(openshift_target_version), the OpenShift minor the cluster moves to next, against the
+    releases of the upgrade (their documented range and certified catalogs).
   - Then, for each operator of O(operators) in the order of the step table (the Network Operator
     before the GPU Operator, so that the DOCA driver is upgraded before the GPU driver built
     against it), walks the way one InstallPlan at a time from what the cluster shows - the

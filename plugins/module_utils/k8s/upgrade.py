@@ -20,6 +20,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.disruption import (
+    EFFECTS,
+    SHOWN_NODES,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import OLM, OlmError
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (
     SUBSCRIPTION,
@@ -29,6 +34,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight impor
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import SILENT
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import poll_intervals
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.checks import (
+    NODE,
     Check,
     Read,
     finding,
@@ -43,6 +49,10 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.upgrade.graph impor
 
 CLUSTER_VERSION = ("config.openshift.io/v1", "ClusterVersion")
 CHECK = "operator-versions"
+TARGET_CHECK = "openshift-target"
+DISRUPTION_CHECK = "upgrade-disruption"
+# Resources whose pods a driver rollout evicts or leaves without their devices.
+HELD_RESOURCES = ("nvidia.com/", "rdma/", "openshift.io/")
 OPERATOR_CONDITION = ("operators.coreos.com/v2", "OperatorCondition")
 
 
@@ -191,7 +201,8 @@ def upgrade_check(graphs: dict) -> Check:
                     f"{len(planned.hops)} InstallPlan(s): {steps}",
                 )
             )
-        return found
+            found += _disrupted(plan, key, title, objects, facts)
+        return found + _target_findings(plan)
 
     def reads(plan: dict, objects: list[dict]) -> tuple[Read, ...]:
         subscriptions = (
@@ -199,9 +210,99 @@ def upgrade_check(graphs: dict) -> Check:
             for o in objects
             if o["kind"] == "Subscription"
         )
-        return (Read(*CLUSTER_VERSION, "version"), *subscriptions)
+        return (Read(*CLUSTER_VERSION, "version"), *subscriptions, Read(*NODE), Read("v1", "Pod"))
 
     return Check(CHECK, judge, reads)
+
+
+def _disrupted(plan: dict, key: str, title: str, objects: list[dict], facts) -> list[dict]:
+    """What a new CSV does to the nodes where the step's operand takes its defaults from the CSV
+    (the ClusterPolicy's GPU driver image): the step's disruptions, each with its nodes and the
+    pods there that hold their devices, as warnings listed before any write."""
+    step = next(s for s in table.STEPS if s.operator is not None and s.operator.key == key)
+    if not step.needs_csv:
+        return []
+    nodes = facts.nodes
+    pods = facts.all("v1", "Pod")
+    found = []
+    for disruption in step.disruptions:
+        kinds = set(disruption.kinds)
+        covered = sorted(
+            {
+                name
+                for obj in objects
+                if (obj["apiVersion"], obj["kind"]) in kinds
+                for name in disruption.covers(obj, nodes, objects)
+            }
+        )
+        if not covered:
+            continue
+        holding = sorted(
+            f"{p['metadata'].get('namespace')}/{p['metadata']['name']}"
+            for p in pods
+            if (p.get("spec") or {}).get("nodeName") in covered and _holds_devices(p)
+        )
+        shown = ", ".join(covered[:SHOWN_NODES]) + (
+            f" and {len(covered) - SHOWN_NODES} more" if len(covered) > SHOWN_NODES else ""
+        )
+        found.append(
+            finding(
+                DISRUPTION_CHECK,
+                "warning",
+                f"{title}: the new CSV brings its own {disruption.what}: "
+                f"{EFFECTS[disruption.effect]}, on {len(covered)} node(s): {shown}, within the "
+                "upgrade budget (gpudirect_rdma_driver_upgrade_max_parallel); pods holding their "
+                f"GPUs or RDMA devices there: {', '.join(holding) or 'none'}",
+            )
+        )
+    return found
+
+
+def _holds_devices(pod: dict) -> bool:
+    """Whether a pod asks for a GPU or an RDMA device (a device plugin's resource)."""
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        limits = (container.get("resources") or {}).get("limits") or {}
+        if any(name.startswith(HELD_RESOURCES) for name in limits):
+            return True
+    return False
+
+
+def _target_findings(plan: dict) -> list[dict]:
+    """The OpenShift minor the cluster moves to next (gpudirect_rdma_openshift_target_version)
+    against the releases the upgrade goes to: each must support it and be in its certified
+    catalog, or the operators cannot follow OpenShift there."""
+    target = plan.get("openshift_target_version")
+    if not target:
+        return []
+    wanted = minor_of(target)
+    refused = []
+    for support in plan["openshift_support"]:
+        low, high = minor_of(support["minimum"]), minor_of(support["maximum"])
+        judged = target in support.get("catalog_minors", ())
+        if not low <= wanted <= high:
+            refused.append(
+                f"{support['component']} supports OpenShift {support['minimum']} to "
+                f"{support['maximum']}"
+            )
+        elif judged and target not in support.get("catalogs", ()):
+            refused.append(f"{support['component']} is not in the certified catalog of {target}")
+    if refused:
+        return [
+            finding(
+                TARGET_CHECK,
+                "error",
+                f"gpudirect_rdma_openshift_target_version {target}: "
+                + "; ".join(refused)
+                + ". Pin releases that support it, and upgrade them before OpenShift",
+            )
+        ]
+    return [
+        finding(
+            TARGET_CHECK,
+            "ok",
+            f"the releases of this upgrade support OpenShift {target}: upgrade OpenShift after it",
+        )
+    ]
 
 
 def _unsupported(plan: dict, title: str, target: str, running: str) -> str | None:

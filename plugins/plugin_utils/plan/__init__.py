@@ -102,6 +102,9 @@ def build_plan(given: Mapping) -> dict:
         "image_pull_secrets": pull_secrets,
         "image_registry_secret": secret,
         "openshift_version": version,
+        # The OpenShift minor the cluster moves to next, which upgrade.yml checks the releases
+        # against (None: none planned).
+        "openshift_target_version": operators.openshift_version(inputs, "openshift_target_version"),
         "openshift_support": operators.openshift_support(network_release, gpu_release),
         # The operator's own image unless the inventory pins one (builders/nfd.py says why).
         "nfd": {"operand_image": nfd_image},

@@ -217,18 +217,19 @@ def images(inputs: Inputs, network_release: str) -> dict:
     return result
 
 
-def openshift_version(inputs: Inputs) -> str:
-    if isinstance(inputs["openshift_version"], float):
+def openshift_version(inputs: Inputs, key: str = "openshift_version") -> str | None:
+    """An OpenShift minor version input (the inventory's, or the target's); None when unset."""
+    given = inputs[key]
+    if given in (None, ""):
+        return None
+    if isinstance(given, float):
         raise PlanError(
-            inputs.name("openshift_version"),
-            inputs["openshift_version"],
+            inputs.name(key),
+            given,
             "a quoted string such as '4.20' (YAML reads 4.20 unquoted as the number 4.2)",
         )
     return string(
-        inputs.name("openshift_version"),
-        str(inputs["openshift_version"]),
-        _OPENSHIFT_VERSION,
-        "an OpenShift minor version such as 4.20",
+        inputs.name(key), str(given), _OPENSHIFT_VERSION, "an OpenShift minor version such as 4.20"
     )
 
 

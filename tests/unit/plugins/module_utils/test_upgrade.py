@@ -140,9 +140,11 @@ def test_a_target_below_its_channels_head_needs_manual_approval():
     assert [(h.channel, h.csv) for h in planned.hops] == [("stable", NETWORK.format("26.7.0"))]
 
 
-def upgrade_findings(installed: str, **overrides) -> list[str]:
-    """The upgrade run's operator-versions findings of a cluster on OpenShift 4.20 whose GPU
-    Operator runs `installed`."""
+def upgrade_findings(
+    installed: str, check: str = "operator-versions", pods=(), **overrides
+) -> list[str]:
+    """The upgrade run's findings of one check of a cluster on OpenShift 4.20 whose GPU Operator
+    runs `installed`, with pods beside."""
     plan = plan_of(**overrides)
     world = healthy(plan)
     world.others = [
@@ -152,12 +154,12 @@ def upgrade_findings(installed: str, **overrides) -> list[str]:
             "gpu-operator-certified",
             "nvidia-gpu-operator",
             status={"installedCSV": installed},
-        )
+        ),
+        *pods,
     ]
     objects = build_objects(plan)
-    check = upgrade_check(UPGRADE_GRAPHS)
-    findings = check.judge(plan, objects, world.facts(objects), False)
-    return [f"{f['severity']} {f['message']}" for f in findings]
+    findings = upgrade_check(UPGRADE_GRAPHS).judge(plan, objects, world.facts(objects), False)
+    return [f"{f['severity']} {f['message']}" for f in findings if f["check"] == check]
 
 
 def test_an_upgrade_run_judges_each_operators_way_before_any_write():
@@ -210,3 +212,52 @@ def test_site_refuses_what_an_upgrade_run_walks():
         if f["check"] == "operator-versions"
     ]
     assert [f["severity"] for f in replaced] == ["ok"]
+
+
+def pod(name: str, node: str, limits: dict) -> dict:
+    spec = {"nodeName": node, "containers": [{"name": "main", "resources": {"limits": limits}}]}
+    return obj("v1", "Pod", name, "training", spec=spec)
+
+
+def test_the_gpu_nodes_and_the_pods_holding_their_devices_are_listed_before_any_write():
+    pods = [
+        pod("trainer-0", "worker-0", {"nvidia.com/gpu": "8", "rdma/rdma_shared_device_eth": "1"}),
+        pod("web", "worker-0", {"cpu": "1"}),
+        pod("trainer-1", "worker-1", {"nvidia.com/gpu": "8"}),
+    ]
+    (listed,) = upgrade_findings(GPU.format("25.10.1"), "upgrade-disruption", pods)
+    assert listed == (
+        "warning NVIDIA GPU Operator: the new CSV brings its own GPU driver: the GPU driver is "
+        "rolled: GPU pods are evicted while it reloads, on 2 node(s): worker-0, worker-1, within "
+        "the upgrade budget (gpudirect_rdma_driver_upgrade_max_parallel); pods holding their GPUs "
+        "or RDMA devices there: training/trainer-0, training/trainer-1"
+    )
+    assert upgrade_findings(GPU.format("26.7.2"), "upgrade-disruption", pods) == []
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        ("4.19", "ok the releases of this upgrade support OpenShift 4.19: upgrade OpenShift"),
+        (
+            "4.21",
+            "error gpudirect_rdma_openshift_target_version 4.21: NVIDIA Network Operator 26.7.1 "
+            "supports OpenShift 4.17 to 4.20. Pin releases",
+        ),
+        (
+            "4.17",
+            "error gpudirect_rdma_openshift_target_version 4.17: NVIDIA GPU Operator 26.7.2 "
+            "supports OpenShift 4.18 to 4.22. Pin releases",
+        ),
+        (
+            "4.23",
+            "error gpudirect_rdma_openshift_target_version 4.23: gpudirect.rdma supports "
+            "OpenShift 4.17 to 4.22; NVIDIA Network Operator 26.7.1 supports",
+        ),
+    ],
+)
+def test_the_next_openshift_is_checked_against_the_releases_of_the_upgrade(target, words):
+    (found,) = upgrade_findings(
+        GPU.format("25.10.1"), "openshift-target", openshift_target_version=target
+    )
+    assert found.startswith(words), found
