@@ -31,10 +31,17 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.diagnostics imp
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import Engine
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (
+    checks_of,
+)
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (
     gather as gather_preflight,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.remove import STAGES, Remover
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.upgrade import Way, walk
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.upgrade import (
+    Way,
+    upgrade_check,
+    walk,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.wait import (
     Gate,
     GateTimeout,
@@ -50,6 +57,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils import (
     nccl_test,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import UPGRADE_GRAPHS
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (
     COMPONENT,
     group_view,
@@ -461,6 +469,12 @@ def requests_of(name: str) -> set:
     # preflight: what it reads of an empty cluster, and of one whose OLM is installed
     for cluster in (Recorder(), olm_cluster(plan)):
         gather_preflight(cluster, plan, objects)
+        # and an upgrade's (its operator-versions check reads the nodes and pods too)
+        upgrade_checks = [
+            upgrade_check(UPGRADE_GRAPHS) if c.name == "operator-versions" else c
+            for c in checks_of(plan)
+        ]
+        gather_preflight(cluster, plan, objects, upgrade_checks)
         found |= cluster.requests
 
     # every step for real, one by one, as the roles run them: preflight, the OLM install (its
