@@ -4,26 +4,33 @@ site.yml at Network Operator 26.1.0 and GPU Operator 25.10.1, upgraded to the ne
 budget of one node. Every node's DOCA driver, then every node's GPU driver, walks its states,
 never more than one node at once; a GPU driver pod that fails stops the play at once naming the
 node and its log, and a re-run once the node is retried finishes without approving anything
-again."""
+again; a run interrupted (Ctrl-C) after its first approval continues when run again, each
+InstallPlan approved once."""
 
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
 import threading
 import time
+from collections import Counter
 
 import pytest
 from kubernetes import client
 
 from tests.harness.audit import AuditLog
-from tests.harness.controlplane import ADMIN_USER
-from tests.integration.test_site import installed_csvs, nodes_for, recap, site
+from tests.harness.controlplane import ADMIN_USER, REPO_ROOT
+from tests.integration.helpers import playbook_command, playbook_env, wait_for
+from tests.integration.test_site import SIMULATED, installed_csvs, nodes_for, recap, site
 from tests.integration.test_upgrade import (
     GPU_TARGET,
     INVENTORY,
+    MANUAL,
     NETWORK_TARGET,
     OLDER,
     UNINSTALL,
+    UPGRADE,
     approvals,
     upgrade,
 )
@@ -178,3 +185,51 @@ def test_a_failing_gpu_driver_stops_the_play_naming_the_node_and_a_rerun_finishe
     }
     assert set(states.values()) == {"upgrade-done"}, states
     assert not [w for w in audit.writes(ADMIN_USER) if w.resource == "subscriptions"]
+
+
+def test_interrupted_mid_walk_a_rerun_continues_and_approves_nothing_twice(
+    four_nodes_older, run_playbook, control_plane, custom
+):
+    """Ctrl-C once the Network Operator's first upgrade InstallPlan is approved, then the same
+    command again: every InstallPlan of the ways approved exactly once over both runs."""
+    audit = AuditLog(control_plane.audit_log).mark()
+    command = playbook_command(
+        UPGRADE,
+        "-i",
+        str(REPO_ROOT / "inventories" / INVENTORY),
+        "-e",
+        f"@{SIMULATED}",
+        "-e",
+        MANUAL,
+        *BUDGET,
+    )
+    with subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        env=playbook_env(control_plane.kubeconfig),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as first:
+        wait_for(
+            lambda: len(approvals(audit)) >= 1 or first.poll() is not None,
+            timeout=120,
+            what="the first InstallPlan approved by upgrade.yml",
+        )
+        first.send_signal(signal.SIGINT)
+        output, _ = first.communicate(timeout=60)
+    assert first.returncode != 0, output[-2000:]
+    interrupted = installed_csvs(custom)
+    assert interrupted["gpu-operator-certified"] == "gpu-operator-certified.v25.10.1"
+    rerun = upgrade(run_playbook, *BUDGET)
+    assert recap(rerun.stdout)["failed"] == 0, rerun.stdout[-3000:]
+    csvs = installed_csvs(custom)
+    assert (csvs["nvidia-network-operator"], csvs["gpu-operator-certified"]) == (
+        NETWORK_TARGET,
+        GPU_TARGET,
+    )
+    approved = approvals(audit)
+    assert len(approved) == len(set(approved)), approved
+    # 26.1.0 -> 26.4.0 -> 26.4.1 -> 26.7.0 -> 26.7.0-1 -> 26.7.1, and 25.10.1 -> 26.3.3 -> 26.7.2.
+    by_namespace = Counter(namespace for namespace, _name in approved)
+    assert by_namespace == {"nvidia-network-operator": 5, "nvidia-gpu-operator": 2}, approved
