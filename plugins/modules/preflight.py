@@ -49,6 +49,10 @@ description:
   - "C(telemetry-stream): a warning when the NicClusterPolicy's DOCA Telemetry Service image is
     built for another DOCA release than a node group's DOCA driver (C(1.25.5-doca3.4.0-host)
     beside C(doca3.5.0-...)), a pair NVIDIA's reviews flag as a risk."
+  - "C(driver-toolkit): every NVIDIA GPU or NIC node runs an RHCOS build (NFD's
+    C(system-os_release.OSTREE_VERSION) label) that the ImageStream C(openshift/driver-toolkit) has
+    a tag for, or the GPU and DOCA drivers would not build there (an error); a label that its
+    node's osImage contradicts is stale (a warning, gpu-operator#990). Skipped until NFD labels."
   - "C(gpu-cluster): no GPUCluster (GPU Operator 26.7's DRA stack) where the ClusterPolicy is to
     be created: the operator runs one or the other (an error). Read while no ClusterPolicy exists."
   - "C(gpu-operator-release): a warning when the GPU Operator pinned (starting_csv) or installed

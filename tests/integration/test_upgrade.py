@@ -20,6 +20,7 @@ from tests.harness.controlplane import ADMIN_USER, REPO_ROOT
 from tests.integration.helpers import wait_for
 from tests.integration.test_site import SIMULATED, installed_csvs, nodes_for, recap, site
 from tests.simulator.core import DEFAULT_KNOBS
+from tests.simulator.nodes import RHCOS
 from tests.unit.inventories import inputs
 
 UPGRADE = REPO_ROOT / "playbooks" / "upgrade.yml"
@@ -163,6 +164,33 @@ def test_a_release_the_clusters_openshift_does_not_support_is_refused_before_any
         lambda: cluster_version(custom) == DEFAULT_KNOBS["openshift"]["version"],
         what="the default OpenShift version",
     )
+
+
+def test_an_rhcos_build_the_driver_toolkit_lacks_is_refused_before_any_write(
+    installed_older, run_playbook, control_plane, knobs, custom
+):
+    """The drivers build with the Driver Toolkit image of each node's RHCOS: without it the
+    upgrade's driver rollout would leave every node upgrade-failed."""
+    knobs({"openshift": {**DEFAULT_KNOBS["openshift"], "driver_toolkit_missing": True}})
+    wait_for(lambda: toolkit_tags(custom) == ["latest"], what="the toolkit without the build")
+    audit = AuditLog(control_plane.audit_log).mark()
+    result = upgrade(run_playbook, check=False)
+    assert result.returncode != 0
+    shown = " ".join(result.stdout.split())
+    assert (
+        f"ERROR driver-toolkit: 2 node(s) (worker-0, worker-1) run RHCOS {RHCOS}, and the "
+        f"ImageStream openshift/driver-toolkit has no tag {RHCOS} (its tags: latest)" in shown
+    ), result.stdout[-3000:]
+    assert [str(w) for w in audit.writes(ADMIN_USER)] == []
+    knobs(DEFAULT_KNOBS)
+    wait_for(lambda: RHCOS in toolkit_tags(custom), what="the toolkit with the build again")
+
+
+def toolkit_tags(custom) -> list[str]:
+    stream = custom.get_namespaced_custom_object(
+        "image.openshift.io", "v1", "openshift", "imagestreams", "driver-toolkit"
+    )
+    return [tag["name"] for tag in stream["spec"]["tags"]]
 
 
 def test_the_upgrade_approves_exactly_the_way_in_the_order_that_keeps_gpudirect(

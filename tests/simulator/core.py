@@ -38,7 +38,12 @@ DEFAULT_KNOBS: dict = {
     # What the cluster-version operator reports: the OpenShift release (None: no ClusterVersion,
     # as on a cluster that is not OpenShift) and the Infrastructure topology (SingleReplica for
     # single-node OpenShift).
-    "openshift": {"version": "4.20.8", "topology": "HighlyAvailable"},
+    "openshift": {
+        "version": "4.20.8",
+        "topology": "HighlyAvailable",
+        # The Driver Toolkit ImageStream without a tag for the nodes' RHCOS build.
+        "driver_toolkit_missing": False,
+    },
     # NicClusterPolicy status.state stays notReady; or, with flap_seconds, once it would be
     # ready it alternates ready / notReady every flap_seconds (by the wall clock);
     # error_component (a state, e.g. state-OFED) is in error with error_message.

@@ -23,7 +23,13 @@ HARDWARE_ANNOTATION = "simulator.gpudirect.rdma/hardware"
 FAKE_NODE_LABEL = "simulator.gpudirect.rdma/node"
 
 # What NFD, configured as Red Hat documents for GPUDirect RDMA, labels such a node with.
+# The RHCOS build every fake node runs (its osImage, NFD's OSTREE_VERSION label, and the tag
+# of the Driver Toolkit ImageStream that openshift.py keeps).
+RHCOS = "9.6.20251015-0"
+OSTREE_LABEL = "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION"
 NFD_GPU_NIC_LABELS = {
+    # NFD's system source: the RHCOS build the drivers are built for (with the Driver Toolkit).
+    OSTREE_LABEL: RHCOS,
     "feature.node.kubernetes.io/pci-15b3.present": "true",
     "feature.node.kubernetes.io/pci-15b3.sriov.capable": "true",
     "feature.node.kubernetes.io/pci-10de.present": "true",
@@ -141,7 +147,7 @@ def node_status() -> dict:
         "nodeInfo": {
             "architecture": "amd64",
             "operatingSystem": "linux",
-            "osImage": "Red Hat Enterprise Linux CoreOS (simulated)",
+            "osImage": f"Red Hat Enterprise Linux CoreOS {RHCOS} (Plow)",
             "kernelVersion": "5.14.0-simulated",
             "containerRuntimeVersion": "cri-o://simulated",
             "kubeletVersion": "v1.35.4",

@@ -5,6 +5,10 @@
   Kubernetes cluster that is not OpenShift.
 - Infrastructure `cluster`: status.controlPlaneTopology and infrastructureTopology from the knob
   `openshift.topology` (SingleReplica for single-node OpenShift).
+- ImageStream `openshift/driver-toolkit`, as the cluster-version operator publishes it: a tag
+  for the RHCOS build the fake nodes run (nodes.RHCOS) and `latest`; with the knob
+  `openshift.driver_toolkit_missing` true, `latest` only (a build the Driver Toolkit has no image
+  for: gpu-operator#990's failed builds).
 
 The kinds are served from CRDs the harness loads (tests/harness/crds/); when they are not
 served, this controller does nothing.
@@ -15,6 +19,7 @@ from __future__ import annotations
 from kubernetes.client.rest import ApiException
 
 from tests.simulator.core import World, create_if_absent, now, replace_status
+from tests.simulator.nodes import RHCOS
 
 GROUP, VERSION = "config.openshift.io", "v1"
 
@@ -35,6 +40,8 @@ class ClusterVersionOperator:
         knobs = world.knobs.get("openshift") or {}
         self._cluster_version(world, knobs.get("version"))
         self._infrastructure(world, knobs.get("topology") or "HighlyAvailable")
+        if knobs.get("version") is not None:
+            self._driver_toolkit(world, bool(knobs.get("driver_toolkit_missing")))
 
     def _ensure(self, world: World, plural: str, kind: str, name: str, spec: dict) -> dict | None:
         body = {
@@ -94,3 +101,43 @@ class ClusterVersionOperator:
         if {k: (live.get("status") or {}).get(k) for k in status} != status:
             live["status"] = {**(live.get("status") or {}), **status}
             replace_status(world, GROUP, VERSION, "infrastructures", live)
+
+    @staticmethod
+    def _driver_toolkit(world: World, missing: bool) -> None:
+        """The ImageStream openshift/driver-toolkit with the fake nodes' RHCOS build as a tag
+        (not when missing) and latest."""
+        tags = ([] if missing else [RHCOS]) + ["latest"]
+        body = {
+            "apiVersion": "image.openshift.io/v1",
+            "kind": "ImageStream",
+            "metadata": {"name": "driver-toolkit", "namespace": "openshift"},
+            "spec": {"tags": [{"name": tag} for tag in tags]},
+        }
+        try:
+            live = world.custom.get_namespaced_custom_object(
+                "image.openshift.io", "v1", "openshift", "imagestreams", "driver-toolkit"
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            create_if_absent(
+                world.core.create_namespace,
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift"}},
+            )
+            try:
+                world.custom.create_namespaced_custom_object(
+                    "image.openshift.io", "v1", "openshift", "imagestreams", body
+                )
+            except ApiException as error:
+                if error.status not in (404, 409):  # not served, or raced
+                    raise
+            return
+        if live.get("spec") != body["spec"]:
+            world.custom.patch_namespaced_custom_object(
+                "image.openshift.io",
+                "v1",
+                "openshift",
+                "imagestreams",
+                "driver-toolkit",
+                {"spec": body["spec"]},
+            )

@@ -17,7 +17,7 @@ from .base import (
     install_timeout,
     stable_seconds,
 )
-from .checks import Check, Facts, Read, finding
+from .checks import NODE, NODE_READS, Check, Facts, Read, finding
 
 API_VERSION = "nvidia.com/v1"
 OPERATOR = Operator(
@@ -127,6 +127,83 @@ def check_known_regressions(plan: dict, objects: list[dict], facts: Facts, take_
     return found
 
 
+# The Driver Toolkit: on OpenShift the GPU driver (operator.use_ocp_driver_toolkit) and the DOCA
+# driver build on each node with the toolkit image of the node's RHCOS, a tag of this ImageStream
+# named as NFD's system source labels the node.
+DRIVER_TOOLKIT = ("image.openshift.io/v1", "ImageStream", "driver-toolkit", "openshift")
+OSTREE_LABEL = "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION"
+
+
+def check_driver_toolkit(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list:
+    """Every node with an NVIDIA GPU or NIC runs an RHCOS build the Driver Toolkit has an image
+    for: else the GPU and DOCA driver builds there fail (an upgrade's driver rollout would leave
+    the node upgrade-failed). NFD's label is compared with the node's osImage too: a stale label
+    selected the old toolkit image and broke the build (gpu-operator#990)."""
+    api_version, kind, name, namespace = DRIVER_TOOLKIT
+    if not facts.served(api_version, kind):
+        return []  # not OpenShift: the openshift check says so
+    drivers = [
+        n
+        for n in facts.all(*NODE)
+        if {nfd.GPU_LABEL, nfd.NIC_LABEL}
+        & {k for k, v in ((n["metadata"].get("labels") or {}).items()) if v == "true"}
+    ]
+    builds: dict[str, list[str]] = {}
+    found = []
+    for node in drivers:
+        build = (node["metadata"].get("labels") or {}).get(OSTREE_LABEL)
+        if not build:
+            continue
+        node_name = node["metadata"]["name"]
+        builds.setdefault(build, []).append(node_name)
+        image = ((node.get("status") or {}).get("nodeInfo") or {}).get("osImage") or ""
+        if image and build not in image:
+            found.append(
+                finding(
+                    "driver-toolkit",
+                    "warning",
+                    f"node {node_name}: NFD's {OSTREE_LABEL} says RHCOS {build}, its osImage "
+                    f"says {image!r}: the label is stale, and the drivers would be built with the "
+                    "Driver Toolkit of the old build (gpu-operator#990); restart the node's "
+                    "nfd-worker pod",
+                )
+            )
+    if not builds:
+        return [
+            finding(
+                "driver-toolkit",
+                "skipped",
+                f"no NVIDIA GPU or NIC node has NFD's {OSTREE_LABEL} label yet",
+            )
+        ]
+    stream = facts.one(api_version, kind, name, namespace)
+    tags = sorted(t.get("name") for t in ((stream or {}).get("spec") or {}).get("tags") or [])
+    for build, nodes in sorted(builds.items()):
+        if build in tags:
+            continue
+        found.append(
+            finding(
+                "driver-toolkit",
+                "error",
+                f"{len(nodes)} node(s) ({', '.join(sorted(nodes)[:8])}) run RHCOS {build}, and the "
+                f"ImageStream {namespace}/{name} has no tag {build} (its tags: "
+                f"{', '.join(tags) or 'none, or it does not exist'}): the GPU and DOCA drivers "
+                "build with that image on each node and would fail there. During an OpenShift "
+                "update the cluster-version operator publishes it; look at: oc -n openshift get "
+                "imagestream driver-toolkit -o yaml",
+            )
+        )
+    if not any(f["severity"] == "error" for f in found):
+        found.append(
+            finding(
+                "driver-toolkit",
+                "ok",
+                f"the Driver Toolkit has images for RHCOS {', '.join(sorted(builds))}",
+            )
+        )
+    return found
+
+
 def gpu_nodes(policy: dict, nodes: list[dict], others: list[dict]) -> list[str]:
     """The nodes the ClusterPolicy's GPU driver runs on: those NFD found an NVIDIA GPU on."""
     return [n["name"] for n in nodes if n["labels"].get(nfd.GPU_LABEL) == "true"]
@@ -192,6 +269,11 @@ STEP = Step(
             "gpu-cluster",
             check_gpu_cluster,
             lambda plan, objects: (Read(*GPU_CLUSTER, unless=((API_VERSION, "ClusterPolicy"),)),),
+        ),
+        Check(
+            "driver-toolkit",
+            check_driver_toolkit,
+            lambda plan, objects: (*NODE_READS, Read(*DRIVER_TOOLKIT)),
         ),
         Check(
             "gpu-operator-release",

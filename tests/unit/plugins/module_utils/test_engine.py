@@ -33,6 +33,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (
     Engine,
     PreflightFailed,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.gpu_operator import OSTREE_LABEL
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.unit.inventories import inputs as inventory_inputs
 from tests.unit.inventories import mixed_groups
@@ -104,19 +105,27 @@ class Cluster:
     patch = delete
 
 
+# The RHCOS build the nodes run, which the Driver Toolkit has an image for.
+RHCOS = "9.6.20251015-0"
+
+
 def node(name: str, view: dict) -> dict:
     """A GPU and NIC node of a node group (the group's view of the plan, group_plans)."""
     labels = {
         **view["node_selector"],
         "feature.node.kubernetes.io/pci-10de.present": "true",
         "feature.node.kubernetes.io/pci-15b3.present": "true",
+        OSTREE_LABEL: RHCOS,
     }
     resources = {rail["node_resource"]: "8" for rail in view["rails"]}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": resources},
+        "status": {
+            "allocatable": resources,
+            "nodeInfo": {"osImage": f"Red Hat Enterprise Linux CoreOS {RHCOS} (Plow)"},
+        },
     }
 
 
@@ -156,7 +165,13 @@ def platform(plan: dict) -> list[dict]:
         for view in group_plans(plan)
         for i in range(2)
     ]
-    return [version, *catalogs, pool, *nodes]
+    driver_toolkit = {
+        "apiVersion": "image.openshift.io/v1",
+        "kind": "ImageStream",
+        "metadata": {"name": "driver-toolkit", "namespace": "openshift"},
+        "spec": {"tags": [{"name": RHCOS}, {"name": "latest"}]},
+    }
+    return [version, *catalogs, pool, driver_toolkit, *nodes]
 
 
 def installed_csv(plan: dict, subscription: dict) -> str:
@@ -254,8 +269,9 @@ def test_a_cluster_as_planned_is_converged_having_checked_every_object_in_one_re
     assert len(lists) == len(set(lists)), lists
     gets = [kind for verb, kind in cluster.reads if verb == "get"]
     assert gets.count("ClusterServiceVersion") == 4
-    # 31: the driver rollout gates add the DaemonSets (the nodes and pods are read already).
-    assert len(cluster.reads) <= 31, cluster.reads
+    # 32: the driver rollout gates add the DaemonSets (the nodes and pods are read already), the
+    # driver-toolkit check its ImageStream.
+    assert len(cluster.reads) <= 32, cluster.reads
 
 
 def test_an_object_that_differs_is_dry_run_on_the_api_server_and_named(plan):
@@ -613,18 +629,20 @@ def test_preflight_reads_once_a_run_and_later_steps_judge_only_what_was_left_ski
     first = Engine(cluster, plan, check_mode=True, sleep=lambda _s: None)
     first.check()
     skipped = {f["check"] for f in first.findings if f["severity"] == "skipped"}
-    assert skipped == {"nodes", "interfaces"}
-    assert first.verdict["pending"] == ["nodes", "interfaces"]
+    assert skipped == {"nodes", "interfaces", "driver-toolkit"}
+    assert first.verdict["pending"] == ["nodes", "driver-toolkit", "interfaces"]
     every_read = list(cluster.reads)
 
-    # NFD has labelled the nodes since: the next step judges nodes and interfaces only.
+    # NFD has labelled the nodes since: the next step judges nodes, the driver toolkit and
+    # interfaces only.
     cluster = converged_cluster(plan)
     cluster.reads.clear()
     later = Engine(cluster, plan, check_mode=True, decided=first.verdict)
     later.check()
-    assert {f["check"] for f in later.findings} == {"nodes", "interfaces"}
+    assert {f["check"] for f in later.findings} == {"nodes", "interfaces", "driver-toolkit"}
     assert later.verdict["pending"] == []
     assert sorted(cluster.reads) == [
+        ("get", "ImageStream"),
         ("list", "NicDevice"),
         ("list", "Node"),
         ("list", "SriovNetworkNodeState"),

@@ -27,9 +27,12 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import (
 from tests.unit.inventories import NAMES, inputs, mixed_groups
 
 OURS = {"app.kubernetes.io/managed-by": "gpudirect.rdma"}
+# The RHCOS build the nodes run, which the Driver Toolkit has an image for.
+RHCOS = "9.6.20251015-0"
 NFD = {
     "feature.node.kubernetes.io/pci-15b3.present": "true",
     "feature.node.kubernetes.io/pci-10de.present": "true",
+    "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION": RHCOS,
 }
 SRIOV = "sriovnetwork.openshift.io/v1"
 MELLANOX = "mellanox.com/v1alpha1"
@@ -71,6 +74,8 @@ class World:
     nic_config_templates: list = field(default_factory=list)
     maintenance_elsewhere: str | None = None  # "Subscription <namespace>/<name>"
     others: list = field(default_factory=list)  # any other object, as read
+    # The tags of the Driver Toolkit's ImageStream (the RHCOS builds it has images for).
+    driver_toolkit: tuple = (RHCOS, "latest")
 
     def facts(self, objects: list[dict]) -> Facts:
         """The objects preflight would have read of this cluster (objects: the plan's)."""
@@ -96,6 +101,8 @@ class World:
         for node in self.nodes:
             found.append(obj("v1", "Node", node["name"]))
             found[-1]["metadata"]["labels"] = node["labels"]
+            if node.get("os_image"):
+                found[-1]["status"] = {"nodeInfo": {"osImage": node["os_image"]}}
         for node, interfaces in (self.node_states or {}).items():
             status = {"interfaces": interfaces}
             found.append(obj(SRIOV, "SriovNetworkNodeState", node, "sriov", status=status))
@@ -144,12 +151,23 @@ class World:
             namespace, name = self.maintenance_elsewhere.split(" ", 1)[1].split("/")
             spec = {"name": "nvidia-maintenance-operator"}
             found.append(obj(OLM, "Subscription", name, namespace, spec=spec))
+        if self.openshift:
+            found.append(
+                obj(
+                    "image.openshift.io/v1",
+                    "ImageStream",
+                    "driver-toolkit",
+                    "openshift",
+                    spec={"tags": [{"name": tag} for tag in self.driver_toolkit]},
+                )
+            )
         found += self.others
         not_served = set()
         if not self.openshift:
             not_served |= {
                 ("config.openshift.io/v1", "ClusterVersion"),
                 ("config.openshift.io/v1", "Infrastructure"),
+                ("image.openshift.io/v1", "ImageStream"),
             }
         if not self.olm:
             not_served |= {(OLM, "CatalogSource"), (OLM, "Subscription")}
@@ -1106,3 +1124,34 @@ def test_before_nfd_a_group_is_judged_on_the_nodes_its_own_labels_select():
         node["labels"] = {k: v for k, v in node["labels"].items() if k not in NFD}
     findings, _checks = run(plan, facts)
     assert [m for m in messages(findings, "error") if m.startswith("interfaces")] == []
+
+
+def toolkit_findings(world) -> list[str]:
+    plan = plan_of()
+    findings, _checks = run(plan, world)
+    return [f"{f['severity']} {f['message']}" for f in findings if f["check"] == "driver-toolkit"]
+
+
+def test_a_node_whose_rhcos_build_the_driver_toolkit_lacks_is_refused_before_any_write():
+    world = healthy(plan_of())
+    assert toolkit_findings(world) == [f"ok the Driver Toolkit has images for RHCOS {RHCOS}"]
+    world.driver_toolkit = ("9.6.20250909-0", "latest")
+    (refused,) = toolkit_findings(world)
+    assert refused.startswith(
+        f"error 2 node(s) (worker-0, worker-1) run RHCOS {RHCOS}, and the ImageStream "
+        "openshift/driver-toolkit has no tag 9.6.20251015-0 (its tags: 9.6.20250909-0, latest): "
+        "the GPU and DOCA drivers build with that image on each node and would fail there"
+    )
+
+
+def test_a_stale_nfd_label_is_a_warning_naming_the_node():
+    """gpu-operator#990: NFD kept the old OSTREE_VERSION after an OpenShift update."""
+    world = healthy(plan_of())
+    for node in world.nodes:
+        node["os_image"] = "Red Hat Enterprise Linux CoreOS 9.6.20251120-0 (Plow)"
+    found = toolkit_findings(world)
+    assert found[0].startswith(
+        f"warning node worker-0: NFD's feature.node.kubernetes.io/system-os_release.OSTREE_VERSION "
+        f"says RHCOS {RHCOS}, its osImage says 'Red Hat Enterprise Linux CoreOS 9.6.20251120-0 "
+        "(Plow)': the label is stale"
+    )
