@@ -875,8 +875,8 @@ def test_each_state_change_stamps_the_managed_fields_entry_holding_the_state_lab
         assert entry["manager"] == GPU.field_manager, entry
         assert entry["operation"] == "Update"
         stamps.append((state, _label_time(node, GPU.state_label)))
-    assert [state for state, _ in stamps] == ["upgrade-done", *GPU_WALK], stamps
-    times = [stamp for _, stamp in stamps]
+    assert [state for state, _stamp in stamps] == ["upgrade-done", *GPU_WALK], stamps
+    times = [stamp for _state, stamp in stamps]
     assert all(later > earlier for earlier, later in zip(times, times[1:], strict=False)), stamps
 
 

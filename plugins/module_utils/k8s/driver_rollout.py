@@ -164,9 +164,10 @@ def observe(cluster, gate: Gate, now: datetime.datetime | None = None) -> Observ
                     read,
                 )
     unfinished = [problem for problem in map(_incomplete, daemonsets) if problem]
-    done = sorted(n for n, (s, _) in states.items() if s == DONE)
-    waiting = sorted(n for n, (s, _) in states.items() if s == WAITING)
-    moving = sorted(f"{n} {s}" for n, (s, _) in states.items() if s not in (DONE, WAITING))
+    state_of = {name: state for name, (state, _node) in states.items()}
+    done = sorted(n for n, s in state_of.items() if s == DONE)
+    waiting = sorted(n for n, s in state_of.items() if s == WAITING)
+    moving = sorted(f"{n} {s}" for n, s in state_of.items() if s not in (DONE, WAITING))
     nodes_seen = (
         f"{len(done)} node(s) done"
         + (f", in progress: {', '.join(moving)}" if moving else "")
