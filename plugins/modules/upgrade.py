@@ -14,8 +14,10 @@ description:
     pins or has a way there through the certified catalog of the cluster's OpenShift minor, one
     release line per InstallPlan and never past the target, as NVIDIA supports upgrades. A
     downgrade (OLM never installs an older version), a target no channel reaches, a release the
-    cluster's OpenShift does not support and an operator whose OperatorCondition says it is not
-    upgradeable are refused, naming the installed CSV, the target, the channel and what to do.
+    cluster's OpenShift does not support, a way the cluster's own catalog does not carry (its
+    PackageManifest's channel entries, where that API is served) and an operator whose
+    OperatorCondition says it is not upgradeable are refused, naming the installed CSV, the
+    target, the channel and what to do.
   - Also before any write - C(upgrade-disruption) warns of the nodes a new CSV's operand defaults
     change (the GPU Operator's driver image, so every GPU node's driver rolls) and the pods there
     that hold GPUs or RDMA devices; C(openshift-target) checks the plan's

@@ -48,6 +48,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.upgrade.graph impor
 )
 
 CLUSTER_VERSION = ("config.openshift.io/v1", "ClusterVersion")
+PACKAGE_MANIFEST = ("packages.operators.coreos.com/v1", "PackageManifest")
 CHECK = "operator-versions"
 TARGET_CHECK = "openshift-target"
 DISRUPTION_CHECK = "upgrade-disruption"
@@ -192,6 +193,23 @@ def upgrade_check(graphs: dict) -> Check:
             if unsupported or refusal:
                 found.append(finding(CHECK, "error", unsupported or refusal))
                 continue
+            manifest = facts.one(
+                *PACKAGE_MANIFEST, operator["package"], operator["source_namespace"]
+            )
+            missing = _not_carried(planned, manifest)
+            if missing:
+                found.append(
+                    finding(
+                        CHECK,
+                        "error",
+                        f"{title}: the cluster's catalog (PackageManifest "
+                        f"{operator['source_namespace']}/{operator['package']}, CatalogSource "
+                        f"{operator['source']}) {missing}: the way follows the certified "
+                        "catalog's graph, and the cluster's catalog differs (a mirror without "
+                        "that CSV?). Mirror it, or pin a release the cluster's catalog carries",
+                    )
+                )
+                continue
             steps = "; ".join(described(hop) for hop in planned.hops)
             found.append(
                 finding(
@@ -210,9 +228,40 @@ def upgrade_check(graphs: dict) -> Check:
             for o in objects
             if o["kind"] == "Subscription"
         )
-        return (Read(*CLUSTER_VERSION, "version"), *subscriptions, Read(*NODE), Read("v1", "Pod"))
+        manifests = (
+            Read(*PACKAGE_MANIFEST, o["package"], o["source_namespace"])
+            for o in plan["operators"].values()
+        )
+        return (
+            Read(*CLUSTER_VERSION, "version"),
+            *subscriptions,
+            *manifests,
+            Read(*NODE),
+            Read("v1", "Pod"),
+        )
 
     return Check(CHECK, judge, reads)
+
+
+def _not_carried(planned: Way, manifest: dict | None) -> str | None:
+    """What of the way the cluster's package data (its PackageManifest: each channel's entries)
+    lacks: a hop's channel, or its CSV in that channel. None when it carries all of it, or when
+    there is no PackageManifest to tell (that API is not served, or an older OLM lists no
+    entries)."""
+    if manifest is None:
+        return None
+    channels = {c.get("name"): c for c in (manifest.get("status") or {}).get("channels") or []}
+    for hop in planned.hops:
+        channel = channels.get(hop.channel)
+        if channel is None:
+            return f"has no channel {hop.channel} (its channels: {', '.join(sorted(channels))})"
+        entries = [entry.get("name") for entry in channel.get("entries") or []]
+        if entries and hop.csv not in entries:
+            return (
+                f"does not carry {hop.csv} in channel {hop.channel} (it carries "
+                f"{', '.join(entries)})"
+            )
+    return None
 
 
 def _disrupted(plan: dict, key: str, title: str, objects: list[dict], facts) -> list[dict]:

@@ -261,3 +261,38 @@ def test_the_next_openshift_is_checked_against_the_releases_of_the_upgrade(targe
         GPU.format("25.10.1"), "openshift-target", openshift_target_version=target
     )
     assert found.startswith(words), found
+
+
+def manifest(channels: dict[str, list[str]]) -> dict:
+    """The cluster's package data of the GPU Operator: each channel with its entries."""
+    return obj(
+        "packages.operators.coreos.com/v1",
+        "PackageManifest",
+        "gpu-operator-certified",
+        "openshift-marketplace",
+        status={
+            "channels": [
+                {"name": name, "entries": [{"name": GPU.format(v)} for v in versions]}
+                for name, versions in channels.items()
+            ]
+        },
+    )
+
+
+def test_a_way_the_clusters_own_catalog_does_not_carry_is_refused():
+    """A mirrored catalog without 26.3.3: the certified graph's way cannot be walked there."""
+    carried = manifest({"v26.3": ["26.3.3", "26.3.2"], "v26.7": ["26.7.2", "26.7.1"]})
+    ok = upgrade_findings(GPU.format("25.10.1"), pods=[carried])
+    assert [f.split()[0] for f in ok] == ["ok"]
+    mirrored = manifest({"v26.3": ["26.3.2"], "v26.7": ["26.7.2"]})
+    (refused,) = upgrade_findings(GPU.format("25.10.1"), pods=[mirrored])
+    assert refused == (
+        "error NVIDIA GPU Operator: the cluster's catalog (PackageManifest "
+        "openshift-marketplace/gpu-operator-certified, CatalogSource certified-operators) does "
+        "not carry gpu-operator-certified.v26.3.3 in channel v26.3 (it carries "
+        "gpu-operator-certified.v26.3.2): the way follows the certified catalog's graph, and the "
+        "cluster's catalog differs (a mirror without that CSV?). Mirror it, or pin a release the "
+        "cluster's catalog carries"
+    )
+    (no_channel,) = upgrade_findings(GPU.format("25.10.1"), pods=[manifest({"v26.7": ["26.7.2"]})])
+    assert "has no channel v26.3 (its channels: v26.7)" in no_channel
