@@ -323,6 +323,7 @@ def test_openshift_config_kinds_are_served(harness, custom, openshift_config, ki
     assert [p.name for p in harness_crd_files()] == [
         "config.openshift.io.yaml",
         "gpuclusters.nvidia.com.yaml",
+        "image.openshift.io.yaml",
     ]
     # Written here only while ../shared lacks the upstream file.
     assert "gpuclusters.nvidia.com.yaml" not in {p.name for p in crd_files()}

@@ -176,12 +176,21 @@ def test_a_failed_bandwidth_test_leaves_its_pods_logs_and_statuses(
         summary["failure"]["task"] == "Check that every pair moved GPU memory at the expected rate"
     )
     assert "below the floor" in summary["failure"]["message"]
-    pods = {p["metadata"]["name"]: p["status"]["phase"] for p in yaml.safe_load(files["pods.yaml"])}
+    listed = yaml.safe_load(files["pods.yaml"])
+    pods = {
+        p["metadata"]["name"]: p["status"]["phase"]
+        for p in listed
+        if p["metadata"]["namespace"] == "default"
+    }
     assert pods == {
         "gpudirect-rdma-verify-server": "Succeeded",
         "gpudirect-rdma-verify-client": "Succeeded",
     }
-    logs = {path: text for path, text in files.items() if path.startswith("logs/")}
+    # The operators' namespaces are read too: the drivers' pods are there.
+    assert {"nvidia-driver-daemonset-worker-0", "mofed-worker-0"} <= {
+        p["metadata"]["name"] for p in listed
+    }
+    logs = {path: text for path, text in files.items() if path.startswith("logs/default/")}
     assert sorted(logs) == [
         "logs/default/gpudirect-rdma-verify-client/perftest.log",
         "logs/default/gpudirect-rdma-verify-client/rdma-isolation.log",

@@ -424,7 +424,7 @@ def test_doca_in_place_skips_drain_when_disabled_and_upgrades_two_at_once(
     nic_cluster_policy(nodes.affinity, upgrade_policy)
     old_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
     wait_for(
-        lambda: _all_done(core, names, DOCA, DOCA_OLD, NO_NAMESPACE, old_image),
+        lambda: _all_done(core, names, DOCA, old_image, NO_NAMESPACE, old_image),
         what="every node installed with the first DOCA driver",
     )
     recorder = _watch_nodes(history, core, nodes)
@@ -433,7 +433,7 @@ def test_doca_in_place_skips_drain_when_disabled_and_upgrades_two_at_once(
     )
     new_image = f"{DOCA_REPOSITORY}:{DOCA_NEW}"
     wait_for(
-        lambda: _all_done(core, names, DOCA, DOCA_NEW, NO_NAMESPACE, new_image),
+        lambda: _all_done(core, names, DOCA, new_image, NO_NAMESPACE, new_image),
         timeout=60,
         what="every node upgraded to the new DOCA driver",
     )
@@ -529,7 +529,7 @@ def test_requestor_mode_goes_through_a_node_maintenance(
     nic_cluster_policy(nodes.affinity, upgrade_policy)
     old_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
     wait_for(
-        lambda: _all_done(core, names, DOCA, DOCA_OLD, NO_NAMESPACE, old_image),
+        lambda: _all_done(core, names, DOCA, old_image, NO_NAMESPACE, old_image),
         what="every node installed with the first DOCA driver",
     )
     recorder = _watch_nodes(history, core, nodes)
@@ -545,7 +545,7 @@ def test_requestor_mode_goes_through_a_node_maintenance(
     )
     new_image = f"{DOCA_REPOSITORY}:{DOCA_NEW}"
     wait_for(
-        lambda: _all_done(core, names, DOCA, DOCA_NEW, NO_NAMESPACE, new_image),
+        lambda: _all_done(core, names, DOCA, new_image, NO_NAMESPACE, new_image),
         timeout=60,
         what="every node upgraded through a NodeMaintenance",
     )
@@ -604,7 +604,7 @@ def test_requestor_mode_without_a_requestor_id_leaves_the_nodes_in_upgrade_requi
     nic_cluster_policy(nodes.affinity, {"autoUpgrade": True})
     old_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
     wait_for(
-        lambda: _all_done(core, names, DOCA, DOCA_OLD, NO_NAMESPACE, old_image),
+        lambda: _all_done(core, names, DOCA, old_image, NO_NAMESPACE, old_image),
         what="the node installed with the first DOCA driver",
     )
     custom.patch_cluster_custom_object(
@@ -617,7 +617,7 @@ def test_requestor_mode_without_a_requestor_id_leaves_the_nodes_in_upgrade_requi
     time.sleep(2)
     node = _node(core, names[0])
     assert _state(node, DOCA) == "upgrade-required"
-    assert _running(node, DOCA) == DOCA_OLD
+    assert _running(node, DOCA) == f"{DOCA_REPOSITORY}:{DOCA_OLD}"
     assert not custom.list_namespaced_custom_object(*MAINTENANCE, MO_NAMESPACE, "nodemaintenances")[
         "items"
     ]
@@ -740,7 +740,7 @@ def test_a_driver_change_moves_the_daemonset_generation_and_updates_its_pods_nod
     new_image = f"{DOCA_REPOSITORY}:{DOCA_NEW}"
     wait_for(
         lambda: (
-            _all_done(core, names, DOCA, DOCA_NEW, NO_NAMESPACE, new_image)
+            _all_done(core, names, DOCA, new_image, NO_NAMESPACE, new_image)
             and _rolled_out(_daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET), 3)
         ),
         timeout=60,
@@ -793,7 +793,7 @@ def test_a_held_node_stays_in_its_state_until_the_knob_lets_it_go(
     nic_cluster_policy(nodes.affinity, upgrade_policy)
     old_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
     wait_for(
-        lambda: _all_done(core, names, DOCA, DOCA_OLD, NO_NAMESPACE, old_image),
+        lambda: _all_done(core, names, DOCA, old_image, NO_NAMESPACE, old_image),
         what="both nodes installed with the first DOCA driver",
     )
     stuck, free = names
@@ -805,7 +805,7 @@ def test_a_held_node_stays_in_its_state_until_the_knob_lets_it_go(
     # The other node walks its six states meanwhile: the held one was passed over tick after
     # tick.
     wait_for(
-        lambda: _all_done(core, [free], DOCA, DOCA_NEW, NO_NAMESPACE, new_image),
+        lambda: _all_done(core, [free], DOCA, new_image, NO_NAMESPACE, new_image),
         timeout=60,
         what=f"{free} upgraded",
     )
@@ -813,7 +813,7 @@ def test_a_held_node_stays_in_its_state_until_the_knob_lets_it_go(
     time.sleep(2.5)
     node = _stored_node(core, stuck)
     assert _state(node, DOCA) == "drain-required"
-    assert _running(node, DOCA) == DOCA_OLD
+    assert _running(node, DOCA) == f"{DOCA_REPOSITORY}:{DOCA_OLD}"
     assert node["spec"].get("unschedulable")
     # A reader of managedFields sees it in that state since it entered it.
     assert _label_time(node, DOCA.state_label) == entered
@@ -824,7 +824,7 @@ def test_a_held_node_stays_in_its_state_until_the_knob_lets_it_go(
     knobs({"drivers": {"hold": []}})
     wait_for(
         lambda: (
-            _all_done(core, names, DOCA, DOCA_NEW, NO_NAMESPACE, new_image)
+            _all_done(core, names, DOCA, new_image, NO_NAMESPACE, new_image)
             and _rolled_out(_daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET), 2)
         ),
         timeout=60,

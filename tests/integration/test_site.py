@@ -128,11 +128,15 @@ BY_HAND = "doca3.3.0-26.01-1.0.0.0-0"
 
 
 def installed_csvs(custom) -> dict[str, str]:
-    """The installed CSV of each Subscription, by package."""
+    """The installed CSV of each of the collection's Subscriptions, by package (not those other
+    tests of the same control plane made in namespaces of their own)."""
     return {
         s["spec"]["name"]: (s.get("status") or {}).get("installedCSV")
         for s in custom.list_cluster_custom_object(
-            "operators.coreos.com", "v1alpha1", "subscriptions"
+            "operators.coreos.com",
+            "v1alpha1",
+            "subscriptions",
+            label_selector="app.kubernetes.io/managed-by=gpudirect.rdma",
         )["items"]
     }
 

@@ -947,7 +947,9 @@ class GpuDriverUpgrades(DriverUpgrades):
             return None
         policy = min(policies, key=lambda p: p["metadata"].get("creationTimestamp") or "")
         driver_spec = (policy.get("spec") or {}).get("driver") or {}
-        desired = gpu_desired_driver(driver_spec, installed_csv(world, GPU_PACKAGE))
+        # The operator that renders this ClusterPolicy: the CSV in the namespace it reports.
+        operator = installed_csv(world, GPU_PACKAGE, (policy.get("status") or {}).get("namespace"))
+        desired = gpu_desired_driver(driver_spec, operator)
         if desired is None:
             return []  # no image: the DaemonSet cannot be rendered
         nodes = tuple(
@@ -982,7 +984,7 @@ class GpuDriverUpgrades(DriverUpgrades):
         written = next(
             ((p.get("status") or {}).get("namespace") for p in policies if p.get("status")), None
         )
-        csv = installed_csv(world, GPU_PACKAGE)
+        csv = installed_csv(world, GPU_PACKAGE, written)
         return written or (csv["metadata"]["namespace"] if csv else None)
 
 
@@ -1061,8 +1063,10 @@ class DocaDriverUpgrades(DriverUpgrades):
         return Group(
             owner=policy,
             nodes=nodes,
-            desired=str(ofed.get("version") or ""),
-            image_prefix=f"{ofed.get('repository')}/{ofed.get('image')}:",
+            # The whole image, as the DaemonSet's template: any change of it (a mirror's
+            # repository too) is a rollout, as upstream sees a pod out of sync with its template.
+            desired=f"{ofed.get('repository')}/{ofed.get('image')}:{ofed.get('version') or ''}",
+            image_prefix="",
             auto_upgrade=bool(upgrade.get("autoUpgrade")),
             max_parallel=int(upgrade.get("maxParallelUpgrades", 1)),
             max_unavailable=None,

@@ -85,11 +85,12 @@ def _package_label(package: str, namespace: str) -> str:
     return f"operators.coreos.com/{package}.{namespace}"
 
 
-def installed_csv(world: World, package: str) -> dict | None:
+def installed_csv(world: World, package: str, namespace: str | None = None) -> dict | None:
     """The Succeeded CSV of a package (told by OLM's `operators.coreos.com/<package>.<namespace>`
     label or the CSV's name), else the one being replaced, or None. With several (a cluster
-    should have one), the one in the package's own namespace when there is one, else the
-    oldest. Reads the CSVs the tick has listed already."""
+    should have one; other tests' namespaces may hold more), the one in namespace (default: the
+    package's own name) when there is one, else the oldest. Reads the CSVs the tick has listed
+    already."""
     of_package = [
         csv
         for csv in list_cluster(world, GROUP, V1ALPHA1, "clusterserviceversions", reuse=True)
@@ -105,7 +106,7 @@ def installed_csv(world: World, package: str) -> dict | None:
     ]
     if not found:
         return None
-    own = [csv for csv in found if csv["metadata"]["namespace"] == package]
+    own = [csv for csv in found if csv["metadata"]["namespace"] == (namespace or package)]
     return min(
         own or found,
         key=lambda c: (c["metadata"].get("creationTimestamp") or "", c["metadata"]["namespace"]),
