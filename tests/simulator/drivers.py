@@ -66,6 +66,8 @@ MAINTENANCE = ("maintenance.nvidia.com", "v1alpha1")
 
 # The node states (k8s-operator-libs pkg/upgrade/consts.go); "" is a node not processed yet.
 UNKNOWN = ""
+# On a driver pod: the uid of the Node object it was made for.
+NODE_UID_ANNOTATION = "simulator.gpudirect.rdma/node-uid"
 UPGRADE_REQUIRED = "upgrade-required"
 CORDON_REQUIRED = "cordon-required"
 WAIT_FOR_JOBS_REQUIRED = "wait-for-jobs-required"
@@ -801,7 +803,12 @@ class DriverUpgrades:
             now_there.pop(name, None)
         for name, (group, node) in wanted.items():
             if name in pods:
-                continue
+                annotations = pods[name].metadata.annotations or {}
+                if annotations.get(NODE_UID_ANNOTATION) in (None, node["metadata"]["uid"]):
+                    continue
+                # A pod of an earlier Node of that name (the bare API server has no pod
+                # garbage collector): gone with it, and the new node installs afresh.
+                self._delete_pod(world, namespace, name)
             changes = _annotations(node).get(self.driver.running_annotation) != group.desired
             message = failure_of(world.knobs, self.driver.name, _name(node)) if changes else None
             if changes and message is None:
@@ -844,6 +851,9 @@ class DriverUpgrades:
                     **daemonset.labels,
                     POD_TEMPLATE_GENERATION: str(daemonset.generation),
                 },
+                # The Node object it runs on: a node registered again under the same name is
+                # another machine, whose driver pod is a new one.
+                "annotations": {NODE_UID_ANNOTATION: node["metadata"]["uid"]},
                 "ownerReferences": [daemonset.owner_reference()],
             },
             "spec": {
