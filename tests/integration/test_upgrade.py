@@ -49,15 +49,21 @@ NETWORK_TARGET = NEWEST["operators"]["network_operator"]["pinned_csv"]
 GPU_TARGET = NEWEST["operators"]["gpu_operator"]["pinned_csv"]
 
 
+# upgrade.yml's arguments: the example inventory on the simulated cluster, Manual approval.
+UPGRADE_ARGS = (
+    "-i",
+    str(REPO_ROOT / "inventories" / INVENTORY),
+    "-e",
+    f"@{SIMULATED}",
+    "-e",
+    MANUAL,
+)
+
+
 def upgrade(run_playbook, *extra: str, check: bool = True):
     return run_playbook(
         UPGRADE,
-        "-i",
-        str(REPO_ROOT / "inventories" / INVENTORY),
-        "-e",
-        f"@{SIMULATED}",
-        "-e",
-        MANUAL,
+        *UPGRADE_ARGS,
         *extra,
         check=check,
     )

@@ -22,15 +22,16 @@ from kubernetes import client
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT
 from tests.integration.helpers import playbook_command, playbook_env, wait_for
-from tests.integration.test_site import SIMULATED, installed_csvs, nodes_for, recap, site
+from tests.integration.test_simulator_drivers import GPU_WALK
+from tests.integration.test_site import installed_csvs, nodes_for, recap, site
 from tests.integration.test_upgrade import (
     GPU_TARGET,
     INVENTORY,
-    MANUAL,
     NETWORK_TARGET,
     OLDER,
     UNINSTALL,
     UPGRADE,
+    UPGRADE_ARGS,
     approvals,
     upgrade,
 )
@@ -116,18 +117,8 @@ def test_each_driver_rolls_node_by_node_within_the_budget_doca_first(
         ),
         (
             GPU,
-            [
-                # Held during the GPU Operator's InstallPlans: the controller off, its label gone.
-                None,
-                "upgrade-required",
-                "cordon-required",
-                "wait-for-jobs-required",
-                "pod-deletion-required",
-                "pod-restart-required",
-                "validation-required",
-                "uncordon-required",
-                "upgrade-done",
-            ],
+            # Held during the GPU Operator's InstallPlans: the controller off, its label gone.
+            [None, *GPU_WALK],
         ),
     ):
         walked = states.of(label)
@@ -193,16 +184,7 @@ def test_interrupted_mid_walk_a_rerun_continues_and_approves_nothing_twice(
     """Ctrl-C once the Network Operator's first upgrade InstallPlan is approved, then the same
     command again: every InstallPlan of the ways approved exactly once over both runs."""
     audit = AuditLog(control_plane.audit_log).mark()
-    command = playbook_command(
-        UPGRADE,
-        "-i",
-        str(REPO_ROOT / "inventories" / INVENTORY),
-        "-e",
-        f"@{SIMULATED}",
-        "-e",
-        MANUAL,
-        *BUDGET,
-    )
+    command = playbook_command(UPGRADE, *UPGRADE_ARGS, *BUDGET)
     with subprocess.Popen(
         command,
         cwd=REPO_ROOT,
