@@ -142,10 +142,13 @@ def approve_install_plan(cluster, subscription: dict, check_mode: bool) -> str |
             f"{ref['namespace']} get installplan,subscription"
         )
     if not check_mode:
-        cluster.patch(
-            OLM, "InstallPlan", ref["name"], ref["namespace"], {"spec": {"approved": True}}
-        )
+        approve(cluster, ref["name"], ref["namespace"])
     return ref["name"]
+
+
+def approve(cluster, name: str, namespace: str) -> None:
+    """Approve one InstallPlan (spec.approved), as Manual approval asks."""
+    cluster.patch(OLM, "InstallPlan", name, namespace, {"spec": {"approved": True}})
 
 
 def _subscription_state(live: dict) -> str:

@@ -25,7 +25,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.disruption impo
     EFFECTS,
     SHOWN_NODES,
 )
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import OLM, OlmError
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.olm import (
+    OLM,
+    OlmError,
+    approve,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.preflight import (
     SUBSCRIPTION,
     minor_of,
@@ -457,13 +461,7 @@ def _hop(cluster, operator: dict, hop: Hop, timeout: float, sleep, progress) -> 
                             "hold (oc -n "
                             f"{namespace} edit operatorcondition {hop.replaces}) and run again"
                         )
-                    cluster.patch(
-                        OLM,
-                        "InstallPlan",
-                        pending["metadata"]["name"],
-                        namespace,
-                        {"spec": {"approved": True}},
-                    )
+                    approve(cluster, pending["metadata"]["name"], namespace)
                     approved = pending["metadata"]["name"]
                 seen = f"InstallPlan {pending['metadata']['name']} for {hop.csv} approved"
             elif pending is not None:
