@@ -110,6 +110,15 @@ options:
             the time the API server recorded for the write of its state label) before the gate
             fails, naming the node, the state and what to do. Unset - no limit but the timeout.
         type: int
+      versions:
+        description:
+          - With C(check=driver_rollout), the driver version each policy asks for, by
+            C(<Kind>/<name>) of the policy (C(NicClusterPolicy/nic-cluster-policy)). A DaemonSet
+            such a policy owns whose template's image does not hold that version has not been
+            rendered from the policy's spec yet (the operator did not reconcile the write), so
+            its pods and the nodes' states still tell of the last version and the gate waits.
+            Unset - the DaemonSets' status alone.
+        type: dict
       hint:
         description: Where to look when the gate is not reached, appended to the message.
         type: str

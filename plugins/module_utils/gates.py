@@ -37,12 +37,19 @@ def nic_policy_ready(gate: str, policy: dict, hint: str) -> dict:
 
 
 def driver_rolled_out(
-    gate: str, namespace: str, daemonsets: str, state_label: str, stuck_after: int, hint: str
+    gate: str,
+    namespace: str,
+    daemonsets: str,
+    state_label: str,
+    stuck_after: int,
+    hint: str,
+    versions: dict | None = None,
 ) -> dict:
     """A driver's DaemonSets (label selector daemonsets, in namespace) run their template on every
     node they schedule, and the upgrade controller's state label of each node is upgrade-done
     (k8s/driver_rollout.py); a node upgrade-failed, or in one state for stuck_after seconds,
-    fails it."""
+    fails it. versions: the driver version each policy ("<Kind>/<name>") asks for, which the
+    template of a DaemonSet it owns must hold before its pods say anything."""
     return {
         "gate": gate,
         "api_version": "apps/v1",
@@ -55,6 +62,7 @@ def driver_rolled_out(
         "path": ["metadata", "labels", state_label],
         "equals": "every DaemonSet's pods updated and ready, every node upgrade-done",
         "stuck_after": stuck_after,
+        "versions": dict(versions or {}),
         "hint": hint,
     }
 

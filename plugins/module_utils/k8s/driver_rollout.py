@@ -10,6 +10,13 @@ its template (observedGeneration), every node it schedules runs an updated, read
 other than upgrade-done. Each read says how many nodes are done, which are in progress and in
 which state, and which wait for a slot.
 
+Right after a policy's driver version is written, the operator may not have rendered it into the
+DaemonSet yet: its template, its pods and the nodes' states then all still tell of the last
+version, done. Neither policy kind says which generation it has reconciled (the NicClusterPolicy's
+status has no observedGeneration), so the gate is given the version each policy asks for and a
+DaemonSet the policy owns is rendered once its template's image holds it (the DOCA driver's tag is
+`<version>-<os><os version>-<arch>`, its digest form `@<version>`).
+
 A node in upgrade-failed fails the gate at once, with its driver pod's last log lines: with the
 default budget of one node it holds the only slot, so nothing else would move before the timeout.
 A node that has been in one state longer than the gate's stuck_after seconds fails it too, with
@@ -118,6 +125,26 @@ def _incomplete(daemonset: dict) -> str | None:
     return None
 
 
+def _unrendered(daemonset: dict, versions: dict) -> str | None:
+    """What says the DaemonSet's template is not yet the version its owning policy asks for."""
+    image = _template_image(daemonset)
+    for owner in daemonset["metadata"].get("ownerReferences") or []:
+        policy = f"{owner.get('kind')}/{owner.get('name')}"
+        version = versions.get(policy)
+        if version and version not in image:
+            return (
+                f"DaemonSet {daemonset['metadata']['name']} runs {image or 'no image'}; "
+                f"{policy} asks for {version}: the operator has not rendered it yet"
+            )
+    return None
+
+
+def _template_image(daemonset: dict) -> str:
+    template = ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}
+    containers = template.get("containers") or [{}]
+    return containers[0].get("image") or ""
+
+
 def observe(cluster, gate: Gate, now: datetime.datetime | None = None) -> Observation:
     """Read the driver DaemonSets and the nodes once: met, failed for good (a node
     upgrade-failed, or stuck beyond stuck_after), or waiting, with each node's state."""
@@ -163,7 +190,12 @@ def observe(cluster, gate: Gate, now: datetime.datetime | None = None) -> Observ
                     f"{gate.stuck_after}s): {ADVICE.get(state, 'read its driver pod log')}",
                     read,
                 )
-    unfinished = [problem for problem in map(_incomplete, daemonsets) if problem]
+    unfinished = [
+        problem
+        for daemonset in daemonsets
+        for problem in (_unrendered(daemonset, gate.versions), _incomplete(daemonset))
+        if problem
+    ]
     state_of = {name: state for name, (state, _node) in states.items()}
     done = sorted(n for n, s in state_of.items() if s == DONE)
     waiting = sorted(n for n, s in state_of.items() if s == WAITING)

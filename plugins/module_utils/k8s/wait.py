@@ -108,6 +108,9 @@ class Gate:
     # For a check that follows objects through states (driver_rollout): seconds one may stay in
     # a state before the gate fails, naming it and what to do.
     stuck_after: int | None = None
+    # For driver_rollout: the driver version each policy asks for ("<Kind>/<name>": version); a
+    # DaemonSet that policy owns whose template image does not hold it is not rendered yet.
+    versions: dict = field(default_factory=dict)
 
     @property
     def expectation(self) -> str:
@@ -170,6 +173,7 @@ GATE_OPTIONS = {
     "detail": {"type": "str"},
     "check": {"type": "str", "choices": ["driver_rollout", "nic_configuration", "nic_policy"]},
     "stuck_after": {"type": "int"},
+    "versions": {"type": "dict"},
 }
 
 
@@ -198,6 +202,7 @@ def to_gate(options: dict) -> Gate:
         detail=options.get("detail"),
         check=options.get("check"),
         stuck_after=options.get("stuck_after"),
+        versions=options.get("versions") or {},
     )
 
 

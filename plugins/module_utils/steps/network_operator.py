@@ -64,8 +64,17 @@ DOCA_UPGRADE_STATE = "nvidia.com/ofed-driver-upgrade-state"
 
 
 def doca_rolled_out(plan: dict, settings: dict) -> dict:
-    """The DOCA driver of the NIC policies runs on every node they select."""
+    """The DOCA driver of the NIC policies runs on every node they select, at the version each
+    policy asks for."""
     namespace = plan["operators"][OPERATOR.key]["namespace"]
+    policies = network_operator.nic_cluster_policies(plan) + network_operator.nic_node_policies(
+        plan
+    )
+    versions = {
+        f"{p['kind']}/{p['metadata']['name']}": p["spec"]["ofedDriver"]["version"]
+        for p in policies
+        if (p.get("spec") or {}).get("ofedDriver")
+    }
     return gate.driver_rolled_out(
         "DOCA driver rolled out",
         namespace,
@@ -74,6 +83,7 @@ def doca_rolled_out(plan: dict, settings: dict) -> dict:
         settings.get("driver_stuck_seconds"),
         f"oc get nodes -L {DOCA_UPGRADE_STATE}; oc -n {namespace} get ds,pods -l "
         f"{DOCA_DRIVER_DAEMONSETS} -o wide",
+        versions,
     )
 
 

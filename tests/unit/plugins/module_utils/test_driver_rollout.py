@@ -120,6 +120,61 @@ def test_nodes_done_before_the_controller_saw_the_new_template_are_not_rolled_ou
     assert not found.met and words in found.seen
 
 
+DOCA_VERSION = "25.10-1.2.8.0-2"
+
+
+def doca_daemonset(image: str) -> dict:
+    """A DOCA driver DaemonSet of the NicClusterPolicy, its pods all at its template."""
+    found = daemonset()
+    found["metadata"]["name"] = "mofed-rhcos4.18-6bd8c5c4c9-ds"
+    found["metadata"]["ownerReferences"] = [
+        {"kind": "NicClusterPolicy", "name": "nic-cluster-policy", "controller": True}
+    ]
+    found["spec"]["template"] = {"spec": {"containers": [{"name": "mofed", "image": image}]}}
+    return found
+
+
+def doca_gate(version: str = DOCA_VERSION):
+    return to_gate(
+        gates.driver_rolled_out(
+            "DOCA driver rolled out",
+            "nvidia-network-operator",
+            "nvidia.com/ofed-driver",
+            STATE,
+            1800,
+            "oc get nodes",
+            {"NicClusterPolicy/nic-cluster-policy": version},
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        f"nvcr.io/nvidia/mellanox/doca-driver:{DOCA_VERSION}-rhcos4.18-amd64",
+        "nvcr.io/nvidia/mellanox/doca-driver@sha256:" + "ab" * 32,
+    ],
+)
+def test_a_daemonset_its_policy_owns_is_rendered_when_its_template_holds_the_version(image):
+    """Right after the NicClusterPolicy's DOCA version is written, before the operator renders
+    it, the DaemonSet, its pods and every node still say done: only the template's image tells."""
+    version = image.rsplit("@", 1)[1] if "@" in image else DOCA_VERSION
+    cluster = Cluster([doca_daemonset(image)], [node("gpu-0", "upgrade-done")])
+    assert observe(cluster, doca_gate(version), NOW).met
+    older = observe(cluster, doca_gate("26.01-0.9.1.0-0"), NOW)
+    assert not older.met and not older.failed
+    assert older.seen.endswith(
+        f"DaemonSet mofed-rhcos4.18-6bd8c5c4c9-ds runs {image}; NicClusterPolicy/"
+        "nic-cluster-policy asks for 26.01-0.9.1.0-0: the operator has not rendered it yet"
+    )
+
+
+def test_a_daemonset_no_listed_policy_owns_is_judged_by_its_status_alone():
+    ds = doca_daemonset("nvcr.io/nvidia/mellanox/doca-driver:24.10-rhcos4.18-amd64")
+    ds["metadata"]["ownerReferences"][0]["name"] = "another-policy"
+    assert observe(Cluster([ds], [node("gpu-0", "upgrade-done")]), doca_gate(), NOW).met
+
+
 def test_a_failed_node_fails_at_once_with_its_driver_pods_last_lines():
     pod = {
         "metadata": {"name": "nvidia-driver-daemonset-x2x", "namespace": "nvidia-gpu-operator"},

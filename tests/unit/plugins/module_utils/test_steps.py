@@ -147,6 +147,30 @@ def test_the_method_waits_for_each_rail_and_sriov_for_its_node_states(name):
     assert all(g["fail_on"] == ["Failed"] for g in states)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_the_doca_rollout_waits_for_the_version_each_nic_policy_asks_for(name):
+    """The DOCA driver gate of whichever step holds the driver names each policy with an
+    ofedDriver and its version: a DaemonSet not rendered from that version yet is not done."""
+    plan = build_plan(inputs(name))
+    policies = [
+        o
+        for step in ("network-operator", "nic-node-policies")
+        for o in table.component_objects(plan, table.step(step).component)
+        if o["kind"] in ("NicClusterPolicy", "NicNodePolicy") and o["spec"].get("ofedDriver")
+    ]
+    found = [
+        g
+        for step in ("network-operator", "nic-node-policies")
+        for g in gates(plan, step)
+        if g["gate"] == "DOCA driver rolled out"
+    ]
+    assert len(found) == 1 and policies
+    assert found[0]["versions"] == {
+        f"{p['kind']}/{p['metadata']['name']}": p["spec"]["ofedDriver"]["version"] for p in policies
+    }
+    assert all(found[0]["versions"].values())
+
+
 def test_the_pool_renders_the_plans_machine_configs_and_none_removed():
     plan = build_plan(inputs("sriov-legacy-roce"))
     names = [o["metadata"]["name"] for o in table.component_objects(plan, "machine-config")]
