@@ -60,6 +60,8 @@ class StateLog:
         self.core = client.CoreV1Api(harness)
         self.changes: list[tuple[str, str, str]] = []
         self.most = {DOCA: 0, GPU: 0}
+        # At the most: which nodes were in which state, for the failure message.
+        self.busiest: dict[str, list[tuple[str, str, bool]]] = {DOCA: [], GPU: []}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
 
@@ -67,15 +69,18 @@ class StateLog:
         last: dict[tuple[str, str], str | None] = {}
         while not self.stop.is_set():
             for label in (DOCA, GPU):
-                moving = 0
+                moving = []
                 for node in self.core.list_node().items:
                     state = (node.metadata.labels or {}).get(label)
                     key = (node.metadata.name, label)
                     if last.get(key, state) != state:
                         self.changes.append((node.metadata.name, label, state))
                     last[key] = state
-                    moving += state not in IDLE
-                self.most[label] = max(self.most[label], moving)
+                    if state not in IDLE:
+                        cordoned = bool(node.spec.unschedulable)
+                        moving.append((node.metadata.name, state, cordoned))
+                if len(moving) > self.most[label]:
+                    self.most[label], self.busiest[label] = len(moving), moving
             time.sleep(0.1)
 
     def __enter__(self):
@@ -124,7 +129,7 @@ def test_each_driver_rolls_node_by_node_within_the_budget_doca_first(
         walked = states.of(label)
         for node in nodes:
             assert [s for n, s in walked if n == node] == path, (label, node, walked)
-        assert states.most[label] == 1, (label, states.most)
+        assert states.most[label] == 1, (label, states.busiest[label], walked)
     # The DOCA driver was everywhere before the GPU driver moved on any node.
     changes = states.changes
     last_doca = max(i for i, (_n, label, _s) in enumerate(changes) if label == DOCA)

@@ -472,6 +472,14 @@ class DriverUpgrades:
                 elif self._may_start(node, slots) and self._due(
                     world, node, group, CORDON_REQUIRED
                 ):
+                    log.info(
+                        "%s: %s starts (%d slot(s) free, cordoned: %s; states %s)",
+                        self.name,
+                        _name(node),
+                        slots,
+                        bool((node.get("spec") or {}).get("unschedulable")),
+                        dict(zip(map(_name, group.nodes), states, strict=True)),
+                    )
                     slots -= 1
                     self._move(world, node, CORDON_REQUIRED)
             elif state == NODE_MAINTENANCE_REQUIRED:
