@@ -23,6 +23,7 @@ from kubernetes.client.rest import ApiException
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import REPO_ROOT, ControlPlane, api_client, started
 from tests.integration.helpers import playbook_command, playbook_env
+from tests.integration.history import History
 from tests.simulator.core import DEFAULT_KNOBS, write_knobs
 
 
@@ -136,3 +137,17 @@ def no_nic_configuration_left(request):
         left = []
     if left:
         run_playbook(UNINSTALL, "-e", "uninstall_timeout=90")
+
+
+@pytest.fixture
+def history():
+    """start(): a new History, stopped at the end of the test."""
+    recorders = []
+
+    def start() -> History:
+        recorders.append(History())
+        return recorders[-1]
+
+    yield start
+    for recorder in recorders:
+        recorder.stop()

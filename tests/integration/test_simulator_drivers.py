@@ -21,8 +21,9 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.integration.helpers import wait_for
+from tests.integration.history import History
+from tests.integration.history import states as _states
 from tests.integration.test_simulator import _operator_group, _subscribe, install_manually
-from tests.integration.test_simulator_nic_configuration import History, _states
 from tests.simulator.drivers import DOCA, GPU, doca_daemonset_name, env_of
 from tests.simulator.nodes import Hardware, register_nodes, remove_nodes
 
@@ -225,19 +226,6 @@ def nic_cluster_policy(custom, operators):
     _delete_all(custom, "mellanox.com", "v1alpha1", "nicclusterpolicies")
 
 
-@pytest.fixture
-def history():
-    recorders = []
-
-    def start() -> History:
-        recorders.append(History())
-        return recorders[-1]
-
-    yield start
-    for recorder in recorders:
-        recorder.stop()
-
-
 # -- reading ---------------------------------------------------------------------------------
 
 
@@ -298,6 +286,34 @@ def _watch_nodes(history, core, nodes) -> History:
     recorder = history()
     recorder.watch("node", core.list_node, label_selector=nodes.selector)
     return recorder
+
+
+DOCA_OLD_IMAGE = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
+DOCA_NEW_IMAGE = f"{DOCA_REPOSITORY}:{DOCA_NEW}"
+
+
+def _doca_installed(core, nodes, nic_cluster_policy, count: int, upgrade_policy: dict) -> list:
+    """count nodes without GPUs under a NicClusterPolicy with that upgradePolicy, returned once
+    each runs the first DOCA driver."""
+    names = nodes(count, gpus=0)
+    nic_cluster_policy(nodes.affinity, upgrade_policy)
+    wait_for(
+        lambda: _doca_done(core, names, DOCA_OLD_IMAGE),
+        what="every node installed with the first DOCA driver",
+    )
+    return names
+
+
+def _doca_done(core, names, image: str) -> bool:
+    """Every one of the nodes done with that DOCA driver, in a pod of it."""
+    return _all_done(core, names, DOCA, image, NO_NAMESPACE, image)
+
+
+def _doca_changed(custom) -> None:
+    """The NicClusterPolicy's DOCA driver moved to DOCA_NEW."""
+    custom.patch_cluster_custom_object(
+        *POLICY, "nic-cluster-policy", {"spec": {"ofedDriver": {"version": DOCA_NEW}}}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -419,21 +435,12 @@ def test_doca_in_place_skips_drain_when_disabled_and_upgrades_two_at_once(
     core, custom, operators, nodes, nic_cluster_policy, history
 ):
     _network_operator_env(custom, [])
-    names = nodes(4, gpus=0)
     upgrade_policy = {"autoUpgrade": True, "maxParallelUpgrades": 2, "drain": {"enable": False}}
-    nic_cluster_policy(nodes.affinity, upgrade_policy)
-    old_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
-    wait_for(
-        lambda: _all_done(core, names, DOCA, old_image, NO_NAMESPACE, old_image),
-        what="every node installed with the first DOCA driver",
-    )
+    names = _doca_installed(core, nodes, nic_cluster_policy, 4, upgrade_policy)
     recorder = _watch_nodes(history, core, nodes)
-    custom.patch_cluster_custom_object(
-        *POLICY, "nic-cluster-policy", {"spec": {"ofedDriver": {"version": DOCA_NEW}}}
-    )
-    new_image = f"{DOCA_REPOSITORY}:{DOCA_NEW}"
+    _doca_changed(custom)
     wait_for(
-        lambda: _all_done(core, names, DOCA, new_image, NO_NAMESPACE, new_image),
+        lambda: _doca_done(core, names, DOCA_NEW_IMAGE),
         timeout=60,
         what="every node upgraded to the new DOCA driver",
     )
@@ -524,14 +531,8 @@ def test_requestor_mode_goes_through_a_node_maintenance(
     core, custom, operators, nodes, nic_cluster_policy, history
 ):
     _enable_requestor_mode(custom, "nvidia.doca-driver-upgrade")
-    names = nodes(2, gpus=0)
     upgrade_policy = {"autoUpgrade": True, "maxParallelUpgrades": 1, "drain": {"enable": True}}
-    nic_cluster_policy(nodes.affinity, upgrade_policy)
-    old_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
-    wait_for(
-        lambda: _all_done(core, names, DOCA, old_image, NO_NAMESPACE, old_image),
-        what="every node installed with the first DOCA driver",
-    )
+    names = _doca_installed(core, nodes, nic_cluster_policy, 2, upgrade_policy)
     recorder = _watch_nodes(history, core, nodes)
     recorder.watch(
         "maintenance",
@@ -540,12 +541,9 @@ def test_requestor_mode_goes_through_a_node_maintenance(
         MO_NAMESPACE,
         "nodemaintenances",
     )
-    custom.patch_cluster_custom_object(
-        *POLICY, "nic-cluster-policy", {"spec": {"ofedDriver": {"version": DOCA_NEW}}}
-    )
-    new_image = f"{DOCA_REPOSITORY}:{DOCA_NEW}"
+    _doca_changed(custom)
     wait_for(
-        lambda: _all_done(core, names, DOCA, new_image, NO_NAMESPACE, new_image),
+        lambda: _doca_done(core, names, DOCA_NEW_IMAGE),
         timeout=60,
         what="every node upgraded through a NodeMaintenance",
     )
@@ -600,16 +598,8 @@ def test_requestor_mode_without_a_requestor_id_leaves_the_nodes_in_upgrade_requi
     # What the collection's Subscription sets: no MAINTENANCE_OPERATOR_REQUESTOR_ID, which
     # k8s-operator-libs does not default; the NodeMaintenance CRD refuses an empty requestorID.
     _enable_requestor_mode(custom, None)
-    names = nodes(1, gpus=0)
-    nic_cluster_policy(nodes.affinity, {"autoUpgrade": True})
-    old_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
-    wait_for(
-        lambda: _all_done(core, names, DOCA, old_image, NO_NAMESPACE, old_image),
-        what="the node installed with the first DOCA driver",
-    )
-    custom.patch_cluster_custom_object(
-        *POLICY, "nic-cluster-policy", {"spec": {"ofedDriver": {"version": DOCA_NEW}}}
-    )
+    names = _doca_installed(core, nodes, nic_cluster_policy, 1, {"autoUpgrade": True})
+    _doca_changed(custom)
     wait_for(
         lambda: _state(_node(core, names[0]), DOCA) == "upgrade-required",
         what="the node in upgrade-required",
@@ -617,7 +607,7 @@ def test_requestor_mode_without_a_requestor_id_leaves_the_nodes_in_upgrade_requi
     time.sleep(2)
     node = _node(core, names[0])
     assert _state(node, DOCA) == "upgrade-required"
-    assert _running(node, DOCA) == f"{DOCA_REPOSITORY}:{DOCA_OLD}"
+    assert _running(node, DOCA) == DOCA_OLD_IMAGE
     assert not custom.list_namespaced_custom_object(*MAINTENANCE, MO_NAMESPACE, "nodemaintenances")[
         "items"
     ]
@@ -637,7 +627,7 @@ def test_a_fresh_install_has_each_driver_daemonset_rolled_out_owning_its_pods(
         }
     )
     nic_cluster_policy(nodes.affinity, {"autoUpgrade": True})
-    doca_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
+    doca_image = DOCA_OLD_IMAGE
     wait_for(
         lambda: (
             _rolled_out(_daemonset(apps, GPU_OPERANDS, GPU_DAEMONSET), 2)
@@ -734,13 +724,10 @@ def test_a_driver_change_moves_the_daemonset_generation_and_updates_its_pods_nod
     )
     recorder = _watch_nodes(history, core, nodes)
     recorder.watch("daemonset", apps.list_namespaced_daemon_set, NO_NAMESPACE)
-    custom.patch_cluster_custom_object(
-        *POLICY, "nic-cluster-policy", {"spec": {"ofedDriver": {"version": DOCA_NEW}}}
-    )
-    new_image = f"{DOCA_REPOSITORY}:{DOCA_NEW}"
+    _doca_changed(custom)
     wait_for(
         lambda: (
-            _all_done(core, names, DOCA, new_image, NO_NAMESPACE, new_image)
+            _doca_done(core, names, DOCA_NEW_IMAGE)
             and _rolled_out(_daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET), 3)
         ),
         timeout=60,
@@ -751,7 +738,7 @@ def test_a_driver_change_moves_the_daemonset_generation_and_updates_its_pods_nod
     daemonset = _daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET)
     assert daemonset["metadata"]["generation"] == 2
     container = daemonset["spec"]["template"]["spec"]["containers"][0]
-    assert container["image"] == new_image
+    assert container["image"] == DOCA_NEW_IMAGE
 
     def counts(ds):
         status = ds.get("status") or {}
@@ -788,24 +775,15 @@ def test_a_held_node_stays_in_its_state_until_the_knob_lets_it_go(
     core, custom, apps, operators, nodes, nic_cluster_policy, knobs
 ):
     _network_operator_env(custom, [])
-    names = nodes(2, gpus=0)
     upgrade_policy = {"autoUpgrade": True, "maxParallelUpgrades": 2, "drain": {"enable": True}}
-    nic_cluster_policy(nodes.affinity, upgrade_policy)
-    old_image = f"{DOCA_REPOSITORY}:{DOCA_OLD}"
-    wait_for(
-        lambda: _all_done(core, names, DOCA, old_image, NO_NAMESPACE, old_image),
-        what="both nodes installed with the first DOCA driver",
-    )
+    names = _doca_installed(core, nodes, nic_cluster_policy, 2, upgrade_policy)
     stuck, free = names
     knobs({"drivers": {"hold": [{"node": stuck, "driver": "doca", "state": "drain-required"}]}})
-    custom.patch_cluster_custom_object(
-        *POLICY, "nic-cluster-policy", {"spec": {"ofedDriver": {"version": DOCA_NEW}}}
-    )
-    new_image = f"{DOCA_REPOSITORY}:{DOCA_NEW}"
+    _doca_changed(custom)
     # The other node walks its six states meanwhile: the held one was passed over tick after
     # tick.
     wait_for(
-        lambda: _all_done(core, [free], DOCA, new_image, NO_NAMESPACE, new_image),
+        lambda: _doca_done(core, [free], DOCA_NEW_IMAGE),
         timeout=60,
         what=f"{free} upgraded",
     )
@@ -813,7 +791,7 @@ def test_a_held_node_stays_in_its_state_until_the_knob_lets_it_go(
     time.sleep(2.5)
     node = _stored_node(core, stuck)
     assert _state(node, DOCA) == "drain-required"
-    assert _running(node, DOCA) == f"{DOCA_REPOSITORY}:{DOCA_OLD}"
+    assert _running(node, DOCA) == DOCA_OLD_IMAGE
     assert node["spec"].get("unschedulable")
     # A reader of managedFields sees it in that state since it entered it.
     assert _label_time(node, DOCA.state_label) == entered
@@ -824,7 +802,7 @@ def test_a_held_node_stays_in_its_state_until_the_knob_lets_it_go(
     knobs({"drivers": {"hold": []}})
     wait_for(
         lambda: (
-            _all_done(core, names, DOCA, new_image, NO_NAMESPACE, new_image)
+            _doca_done(core, names, DOCA_NEW_IMAGE)
             and _rolled_out(_daemonset(apps, NO_NAMESPACE, DOCA_DAEMONSET), 2)
         ),
         timeout=60,

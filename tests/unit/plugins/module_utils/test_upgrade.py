@@ -140,6 +140,17 @@ def test_a_target_below_its_channels_head_needs_manual_approval():
     assert [(h.channel, h.csv) for h in planned.hops] == [("stable", NETWORK.format("26.7.0"))]
 
 
+def gpu_operator_running(installed: str) -> dict:
+    """The GPU Operator's Subscription, reporting the CSV it installed."""
+    return obj(
+        OLM,
+        "Subscription",
+        "gpu-operator-certified",
+        "nvidia-gpu-operator",
+        status={"installedCSV": installed},
+    )
+
+
 def upgrade_findings(
     installed: str, check: str = "operator-versions", pods=(), **overrides
 ) -> list[str]:
@@ -147,16 +158,7 @@ def upgrade_findings(
     runs `installed`, with pods beside."""
     plan = plan_of(**overrides)
     world = healthy(plan)
-    world.others = [
-        obj(
-            OLM,
-            "Subscription",
-            "gpu-operator-certified",
-            "nvidia-gpu-operator",
-            status={"installedCSV": installed},
-        ),
-        *pods,
-    ]
+    world.others = [gpu_operator_running(installed), *pods]
     objects = build_objects(plan)
     findings = upgrade_check(UPGRADE_GRAPHS).judge(plan, objects, world.facts(objects), False)
     return [f"{f['severity']} {f['message']}" for f in findings if f["check"] == check]
@@ -187,15 +189,7 @@ def test_site_refuses_what_an_upgrade_run_walks():
     upgrade.yml (the upgrade run judges operator-versions instead: judge(replacing=...))."""
     plan = plan_of()
     world = healthy(plan)
-    world.others = [
-        obj(
-            OLM,
-            "Subscription",
-            "gpu-operator-certified",
-            "nvidia-gpu-operator",
-            status={"installedCSV": GPU.format("25.10.1")},
-        )
-    ]
+    world.others = [gpu_operator_running(GPU.format("25.10.1"))]
     objects = build_objects(plan)
     found = [
         f
