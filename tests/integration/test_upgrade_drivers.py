@@ -208,6 +208,14 @@ def test_interrupted_mid_walk_a_rerun_continues_and_approves_nothing_twice(
     assert first.returncode != 0, output[-2000:]
     interrupted = installed_csvs(custom)
     assert interrupted["gpu-operator-certified"] == "gpu-operator-certified.v25.10.1"
+    # OLM goes on without the playbook: the approved hop installs, and with Manual approval the
+    # channel's next CSV is planned and waits. The re-run meets that (how soon it does depends on
+    # the machine's speed; the first CI runs to meet it failed on it).
+    wait_for(
+        lambda: _next_hop_waits(custom, "nvidia-network-operator"),
+        timeout=120,
+        what="the Network Operator's first hop installed and OLM's next InstallPlan waiting",
+    )
     rerun = upgrade(run_playbook, *BUDGET)
     assert recap(rerun.stdout)["failed"] == 0, rerun.stdout[-3000:]
     csvs = installed_csvs(custom)
@@ -220,3 +228,21 @@ def test_interrupted_mid_walk_a_rerun_continues_and_approves_nothing_twice(
     # 26.1.0 -> 26.4.0 -> 26.4.1 -> 26.7.0 -> 26.7.0-1 -> 26.7.1, and 25.10.1 -> 26.3.3 -> 26.7.2.
     by_namespace = Counter(namespace for namespace, _name in approved)
     assert by_namespace == {"nvidia-network-operator": 5, "nvidia-gpu-operator": 2}, approved
+
+
+def _next_hop_waits(custom, namespace: str) -> str | None:
+    """The CSV installed in namespace, once its Subscription's InstallPlan is one that waits for
+    approval (planned after that CSV was installed); None until then."""
+    (subscription,) = custom.list_namespaced_custom_object(
+        "operators.coreos.com", "v1alpha1", namespace, "subscriptions"
+    )["items"]
+    status = subscription.get("status") or {}
+    ref = status.get("installPlanRef")
+    if not ref or not status.get("installedCSV"):
+        return None
+    plan = custom.get_namespaced_custom_object(
+        "operators.coreos.com", "v1alpha1", namespace, "installplans", ref["name"]
+    )
+    names = plan["spec"].get("clusterServiceVersionNames") or []
+    waiting = not plan["spec"].get("approved") and status["installedCSV"] not in names
+    return status["installedCSV"] if waiting else None

@@ -111,9 +111,13 @@ def check_operator_groups(cluster, operator_group: dict, take_over: bool) -> Non
 
 def approve_install_plan(cluster, subscription: dict, check_mode: bool) -> str | None:
     """With Manual approval, approve the InstallPlan of startingCSV (and no other one).
-    Returns the approved InstallPlan's name when this call approved it. Once startingCSV is
-    installed, OLM plans the channel's next CSV and waits for its approval: that upgrade is left
-    waiting, as the pin says, without an error."""
+    Returns the approved InstallPlan's name when this call approved it. Once a CSV is installed,
+    OLM plans the channel's next CSV and waits for its approval: that upgrade is left waiting,
+    without an error. After startingCSV that is what the pin says; after another CSV it is an
+    upgrade on its way (upgrade.yml's walk approves each hop; interrupted, OLM plans the next
+    one), and which CSV runs is preflight's to judge (operator-versions refuses anything but
+    the pin in site.yml before any write). Only an operator not installed yet whose InstallPlan
+    is for another CSV than startingCSV is an error."""
     spec = subscription["spec"]
     if spec.get("installPlanApproval") != "Manual":
         return None
@@ -134,7 +138,7 @@ def approve_install_plan(cluster, subscription: dict, check_mode: bool) -> str |
         return None
     names = plan["spec"].get("clusterServiceVersionNames") or []
     if spec.get("startingCSV") not in names:
-        if (live.get("status") or {}).get("installedCSV") == spec.get("startingCSV"):
+        if (live.get("status") or {}).get("installedCSV"):
             return None
         raise OlmError(
             f"InstallPlan {ref['namespace']}/{ref['name']} would install {', '.join(names)}, not "
