@@ -24,7 +24,39 @@ from tests.harness.audit import AuditLog
 from tests.harness.controlplane import REPO_ROOT, ControlPlane, api_client, started
 from tests.integration.helpers import playbook_command, playbook_env
 from tests.integration.history import History
+from tests.integration.timings import Timings
 from tests.simulator.core import DEFAULT_KNOBS, write_knobs
+
+# Where the time goes, per test file (timings.py), printed at the end of the run.
+TIMINGS = Timings()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    TIMINGS.test_started(item.location[0])
+    start = time.monotonic()
+    yield
+    TIMINGS.test_done(item.location[0], time.monotonic() - start)
+
+
+def pytest_sessionfinish(session):
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:  # a pytest-xdist worker: the controller prints
+        output["timings"] = TIMINGS.dumps()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    text = getattr(node, "workeroutput", {}).get("timings")
+    if text:
+        TIMINGS.merge(text)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if TIMINGS.files and not hasattr(terminalreporter.config, "workeroutput"):
+        terminalreporter.section("time per test file (tests/integration/timings.py)")
+        for line in TIMINGS.table():
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -91,14 +123,15 @@ def run_playbook(control_plane):
     def run(
         playbook: Path, *args: str, check: bool = True, kubeconfig: Path | None = None
     ) -> subprocess.CompletedProcess:
-        result = subprocess.run(
-            playbook_command(playbook, *args),
-            cwd=REPO_ROOT,
-            env=playbook_env(kubeconfig or control_plane.kubeconfig),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        with TIMINGS.playbook():
+            result = subprocess.run(
+                playbook_command(playbook, *args),
+                cwd=REPO_ROOT,
+                env=playbook_env(kubeconfig or control_plane.kubeconfig),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
         if check and result.returncode != 0:
             pytest.fail(
                 f"ansible-playbook {playbook.name} failed:\n{result.stdout}\n{result.stderr}"
