@@ -15,9 +15,12 @@ Checks, per tested node (each finding names the node and, where it is a rail's, 
   when the plan registers GPU memory by DMA-BUF.
 - peermem: the peermem mode needs nvidia_peermem loaded: failure when it is absent.
 - rdma-isolation: a container that asked for a GPU and no RDMA resource (the test pods' init
-  container) finds ibverbs devices in /dev/infiniband: the GPU stack puts every NIC into every
-  GPU pod (GPU Operator 26.3.0 to 26.3.2, gpu-operator #2525). Failure where a group's devices
-  are each one pod's (host device, SR-IOV legacy), warning with the shared device plugin.
+  container) finds a NIC's devices in /dev/infiniband (uverbsN, the verbs of one RDMA device;
+  umadN and issmN, its management datagrams): the GPU stack puts every NIC into every GPU pod
+  (GPU Operator 26.3.0 to 26.3.2, gpu-operator #2525). Failure where a group's devices are each
+  one pod's (host device, SR-IOV legacy), warning with the shared device plugin. rdma_cm alone
+  (the RDMA connection manager's one device for the whole node) reaches no NIC without a uverbs
+  device: ok, naming it.
 - link: a rail's port not ACTIVE: failure.
 - mtu: a rail's interface MTU below the plan's gpudirect_rdma_mtu: warning (shared device and
   SR-IOV, where the collection sets that MTU on the MacvlanNetwork or the VFs; with host device
@@ -38,6 +41,9 @@ GPU_OPERATOR_RDMA = (
 )
 LOCAL_DOC = "docs/troubleshooting.md"
 _REDIRECT = re.compile(r"\b(ReqRedir|CmpltRedir)\+")
+# The /dev/infiniband entries that belong to one RDMA device (a NIC's port): its verbs (uverbsN),
+# management datagrams (umadN) and subnet manager interface (issmN).
+_NIC_DEVICE = re.compile(r"^(uverbs|umad|issm)\d+$")
 
 
 def facts(log: str) -> dict[str, list[str]]:
@@ -210,6 +216,17 @@ def _isolation(node: str, found: dict, method: str) -> list[dict]:
                 "unknown",
                 "the test container could not read what the init container found in "
                 "/dev/infiniband",
+            )
+        ]
+    nic_devices = [name for name in seen.split() if _NIC_DEVICE.match(name)]
+    if not nic_devices:
+        return [
+            _finding(
+                node,
+                "rdma-isolation",
+                "ok",
+                f"a container with a GPU and no RDMA resource sees /dev/infiniband ({seen}) but "
+                "no NIC's device (uverbs, umad, issm)",
             )
         ]
     exclusive = method != "shared_device"

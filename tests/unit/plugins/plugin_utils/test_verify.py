@@ -830,6 +830,29 @@ def test_a_gpu_container_that_sees_ibverbs_devices_it_did_not_ask_for_is_reporte
     assert unread["status"] == "unknown"
 
 
+@pytest.mark.parametrize(
+    ("seen", "status"),
+    [
+        ("rdma_cm", "ok"),
+        ("rdma_cm umad0 issm0", "failure"),
+        ("uverbs3", "failure"),
+    ],
+)
+def test_only_a_nics_own_devices_count_as_reaching_it(seen, status):
+    """rdma_cm is the node's one connection manager device and reaches no NIC by itself; a
+    uverbs, umad or issm device is one NIC port's."""
+    plan = build_plan(inputs("host-device-roce"))
+    logs = run()
+    logs["gpudirect-rdma-verify-client"] = with_fact(
+        logs["gpudirect-rdma-verify-client"], "rdma-isolation", seen
+    )
+    (finding,) = findings_of(judge(logs, plan, 100), "worker-1", "rdma-isolation")
+    assert finding["status"] == status
+    assert f"sees /dev/infiniband ({seen})" in finding["detail"]
+    if status == "ok":
+        assert finding["detail"].endswith("but no NIC's device (uverbs, umad, issm)")
+
+
 def test_a_pod_without_the_isolation_look_gets_no_isolation_finding():
     """ROLE=facts (make test-gpu) runs without the init container: nothing to judge, and no
     finding claims otherwise."""
