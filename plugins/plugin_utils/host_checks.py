@@ -218,8 +218,7 @@ def _isolation(node: str, found: dict, method: str) -> list[dict]:
                 "/dev/infiniband",
             )
         ]
-    nic_devices = [name for name in seen.split() if _NIC_DEVICE.match(name)]
-    if not nic_devices:
+    if not any(_NIC_DEVICE.match(name) for name in seen.split()):
         return [
             _finding(
                 node,

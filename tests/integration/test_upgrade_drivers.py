@@ -68,9 +68,10 @@ class StateLog:
     def run(self) -> None:
         last: dict[tuple[str, str], str | None] = {}
         while not self.stop.is_set():
+            nodes = self.core.list_node().items
             for label in (DOCA, GPU):
                 moving = []
-                for node in self.core.list_node().items:
+                for node in nodes:
                     state = (node.metadata.labels or {}).get(label)
                     key = (node.metadata.name, label)
                     if last.get(key, state) != state:

@@ -63,13 +63,10 @@ DOCA_DRIVER_DAEMONSETS = "nvidia.com/ofed-driver"
 DOCA_UPGRADE_STATE = "nvidia.com/ofed-driver-upgrade-state"
 
 
-def doca_rolled_out(plan: dict, settings: dict) -> dict:
-    """The DOCA driver of the NIC policies runs on every node they select, at the version each
-    policy asks for."""
+def doca_rolled_out(plan: dict, settings: dict, policies: list[dict]) -> dict:
+    """The DOCA driver of the step's NIC policies runs on every node they select, at the version
+    each policy asks for."""
     namespace = plan["operators"][OPERATOR.key]["namespace"]
-    policies = network_operator.nic_cluster_policies(plan) + network_operator.nic_node_policies(
-        plan
-    )
     versions = {
         f"{p['kind']}/{p['metadata']['name']}": p["spec"]["ofedDriver"]["version"]
         for p in policies
@@ -97,7 +94,7 @@ def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
     policies = network_operator.nic_cluster_policies(plan)
     found = [gate.nic_policy_ready("NicClusterPolicy ready", policy, hint) for policy in policies]
     if any((p.get("spec") or {}).get("ofedDriver") for p in policies):
-        found.append(doca_rolled_out(plan, settings))
+        found.append(doca_rolled_out(plan, settings, policies))
     return found
 
 

@@ -22,7 +22,8 @@ def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
     every node they select (none with the cluster model)."""
     namespace = plan["operators"][OPERATOR.key]["namespace"]
     found = []
-    for policy in network_operator.nic_node_policies(plan):
+    policies = network_operator.nic_node_policies(plan)
+    for policy in policies:
         name = policy["metadata"]["name"]
         ready = gate.nic_policy_ready(
             f"NicNodePolicy {name} ready",
@@ -33,7 +34,7 @@ def gates(plan: dict, settings: dict, results: list[dict]) -> list[dict]:
         ready["fail_on"] = ["error"]  # an overlap with another NicNodePolicy's nodes
         found.append(ready)
     if found:
-        found.append(doca_rolled_out(plan, settings))
+        found.append(doca_rolled_out(plan, settings, policies))
     return found
 
 
