@@ -27,19 +27,21 @@ def build_simulator(api_client, interval: float = 0.2, webhooks=None) -> Simulat
     (World.listed), so they cost no request while there is nothing for them to do; the
     Maintenance Operator sees the NodeMaintenances the NIC configuration daemon asked for. The
     driver upgrade controllers come after it (they read its NodeMaintenances) and serve their
-    driver pods' logs through the kubelet's log endpoint."""
+    driver pods' logs through the kubelet's log endpoint. One gate holds back every delayed step
+    (keyed by object and step), so the loop knows when the next one falls due."""
     gate = DelayGate()
-    kubelet = pods.Pods(DelayGate())
+    kubelet = pods.Pods(gate)
     return Simulator(
         api_client,
         [
             openshift.ClusterVersionOperator(),
-            *olm.controllers(load_catalog(), webhooks),
-            *operators.controllers(),
+            *olm.controllers(load_catalog(), gate, webhooks),
+            *operators.controllers(gate),
             nic_configuration.NicConfigurationOperator(gate),
             maintenance.MaintenanceOperator(gate),
             *drivers.controllers(gate, kubelet.logs.logs),
             kubelet,
         ],
+        gate,
         interval=interval,
     )

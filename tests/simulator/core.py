@@ -144,14 +144,34 @@ def follows_the_clock(knobs: dict) -> bool:
 
 
 class DelayGate:
-    """Lets a step happen only once delay_seconds have passed since the step was first due."""
+    """Lets a step happen only once delay_seconds have passed since the step was first due.
+
+    It remembers when each step it held back will be due, so that the loop ticks then
+    (next_due) rather than on its next write or quiet tick: a client pod that finishes a second
+    after it started would otherwise wait up to `quiet` seconds on a control plane where nothing
+    else is written."""
 
     def __init__(self) -> None:
         self._first_due: dict[tuple[str, str], float] = {}
+        self._held: dict[tuple[str, str], float] = {}
 
     def due(self, uid: str, step: str, delay: float) -> bool:
-        first = self._first_due.setdefault((uid, step), time.monotonic())
-        return time.monotonic() - first >= delay
+        key = (uid, step)
+        first = self._first_due.setdefault(key, time.monotonic())
+        if time.monotonic() - first >= delay:
+            self._held.pop(key, None)
+            return True
+        self._held[key] = first + delay
+        return False
+
+    def next_due(self) -> float | None:
+        """The monotonic time the earliest step held back becomes due, if any."""
+        return min(self._held.values(), default=None)
+
+    def forget_due_before(self, instant: float) -> None:
+        """Drop the steps due before a tick that began at instant and did not ask for them again
+        (their object is gone or no longer waits): they must not wake the loop forever."""
+        self._held = {key: due for key, due in self._held.items() if due > instant}
 
 
 def list_cluster(
@@ -222,9 +242,10 @@ def write_knobs(api_client: client.ApiClient, knobs: dict) -> None:
 
 class Simulator:
     """The loop: every `interval` it asks the API server whether anything was written since its
-    last tick (the store's revision, one cheap list), and ticks only then, or once `idle` seconds
-    have passed without a tick while something follows the clock (a delay or flapping knob, or a
-    controller's request the API server refused, tried again), else once `quiet` seconds have.
+    last tick (the store's revision, one cheap list), and ticks only then, when a step its gate
+    held back falls due, or once `idle` seconds have passed without a tick while something
+    follows the clock (a delay or flapping knob, or a controller's request the API server
+    refused, tried again), else once `quiet` seconds have.
     A tick that writes changes the revision, so the next one runs at once: a CSV still walks its
     phases a tick apart. When nothing is written, the simulator costs the API server one small
     list per interval instead of a full tick's forty (those cost a quiet control plane about a
@@ -234,12 +255,14 @@ class Simulator:
         self,
         api_client: client.ApiClient,
         controllers: list,
+        gate: DelayGate | None = None,
         interval: float = 0.2,
         idle: float = 1.0,
         quiet: float = 10.0,
     ):
         self.api_client = api_client
         self.controllers = controllers
+        self.gate = gate or DelayGate()
         self.interval = interval
         self.idle = idle
         self.quiet = quiet
@@ -254,6 +277,7 @@ class Simulator:
         return listed.metadata.resource_version
 
     def tick(self) -> None:
+        began = time.monotonic()
         world = World(self.api_client, read_knobs(client.CoreV1Api(self.api_client)))
         refused = False
         for controller in self.controllers:
@@ -263,7 +287,16 @@ class Simulator:
                 # Conflicts and races with the collection are normal: try again next tick.
                 log.debug("%s: %s %s", controller.name, error.status, error.reason)
                 refused = True
+        self.gate.forget_due_before(began)
         self.clock_bound = refused or follows_the_clock(world.knobs)
+
+    def _due(self, seen: str | None, revision: str, last_tick: float) -> bool:
+        """Whether to tick now: something was written, a held step fell due, or the idle (or
+        quiet) interval has passed."""
+        now = time.monotonic()
+        held = self.gate.next_due()
+        idle = self.idle if self.clock_bound else self.quiet
+        return revision != seen or (held is not None and now >= held) or now - last_tick >= idle
 
     def run(self, stop: threading.Event) -> None:
         unreachable_since = None
@@ -272,8 +305,7 @@ class Simulator:
         while not stop.is_set():
             try:
                 revision = self.revision()
-                idle = self.idle if self.clock_bound else self.quiet
-                if revision != seen or time.monotonic() - last_tick >= idle:
+                if self._due(seen, revision, last_tick):
                     seen, last_tick = revision, time.monotonic()
                     self.tick()
             except urllib3.exceptions.HTTPError as error:

@@ -797,8 +797,7 @@ def _has_labels(configuration, labels: dict) -> bool:
     return all(present.get(k) == v for k, v in labels.items())
 
 
-def controllers(catalog: Catalog, webhooks=None) -> list:
-    gate = DelayGate()
+def controllers(catalog: Catalog, gate: DelayGate, webhooks=None) -> list:
     return [
         Marketplace(),
         OperatorGroupController(),

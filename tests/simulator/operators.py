@@ -743,8 +743,7 @@ class Kubelet:
         return {k: str(v) for k, v in resources.items()}
 
 
-def controllers() -> list:
-    gate = DelayGate()
+def controllers(gate: DelayGate) -> list:
     return [
         Nfd(),
         SriovOperator(gate),
