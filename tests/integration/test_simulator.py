@@ -10,6 +10,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from tests.integration.helpers import wait_for
+from tests.simulator.core import World, list_cluster
 from tests.simulator.nodes import HARDWARE_ANNOTATION, NFD_GPU_NIC_LABELS, register_nodes
 
 OLM = ("operators.coreos.com", "v1alpha1")
@@ -464,3 +465,45 @@ def test_the_network_operator_moves_one_release_at_a_time_on_stable(custom, name
         ),
         what="the replaced CSVs to be deleted",
     )
+
+
+def test_the_simulators_csv_list_by_metadata_is_a_full_list_and_rereads_only_what_moved(
+    harness, custom, namespace
+):
+    """CSVs are listed by metadata and kept from tick to tick (core.LISTED_BY_METADATA): the
+    objects must be those a full list gives, a changed CSV read again, a deleted one gone."""
+    _operator_group(custom, namespace)
+    _subscribe(custom, namespace, "nvidia-network-operator", channel="v26.7")
+    wait_for(
+        lambda: [
+            c
+            for c in _list(custom, namespace, "clusterserviceversions")
+            if (c.get("status") or {}).get("phase") == "Succeeded"
+        ],
+        what="a CSV Succeeded (no status write while the lists are compared)",
+    )
+    world = World(harness)
+
+    def listed():
+        world.listed.clear()
+        return list_cluster(world, *OLM, "clusterserviceversions")
+
+    def full():
+        return custom.list_cluster_custom_object(*OLM, "clusterserviceversions")["items"]
+
+    def by_uid(items):
+        return sorted(items, key=lambda item: item["metadata"]["uid"])
+
+    assert by_uid(listed()) == by_uid(full())
+    (csv,) = _list(custom, namespace, "clusterserviceversions")
+    csv["metadata"].setdefault("labels", {})["test.gpudirect.rdma/moved"] = "yes"
+    custom.replace_namespaced_custom_object(
+        *OLM, namespace, "clusterserviceversions", csv["metadata"]["name"], csv
+    )
+    again = {c["metadata"]["uid"]: c for c in listed()}
+    assert again[csv["metadata"]["uid"]]["metadata"]["labels"]["test.gpudirect.rdma/moved"] == "yes"
+    assert by_uid(again.values()) == by_uid(full())
+    custom.delete_namespaced_custom_object(
+        *OLM, namespace, "clusterserviceversions", csv["metadata"]["name"]
+    )
+    assert csv["metadata"]["uid"] not in {c["metadata"]["uid"] for c in listed()}

@@ -8,6 +8,7 @@ real counterpart would create; they never change what somebody else created.
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import threading
 import time
@@ -122,12 +123,14 @@ def merge(base: dict, override: dict) -> dict:
 
 @dataclass
 class World:
-    """What one tick of the loop sees: the API handles, the knobs in force, and the lists the
-    tick's controllers have made so far (`listed`, by kind: see list_cluster)."""
+    """What one tick of the loop sees: the API handles, the knobs in force, the lists the
+    tick's controllers have made so far (`listed`, by kind: see list_cluster), and the large
+    objects kept from earlier ticks (`kept`: see LISTED_BY_METADATA)."""
 
     api_client: client.ApiClient
     knobs: dict = field(default_factory=lambda: merge(DEFAULT_KNOBS, {}))
     listed: dict = field(default_factory=dict)
+    kept: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.core = client.CoreV1Api(self.api_client)
@@ -174,6 +177,13 @@ class DelayGate:
         self._held = {key: due for key, due in self._held.items() if due > instant}
 
 
+# Kinds whose objects are large and change seldom: a CSV carries its bundle's whole spec (about
+# 180 KB), and listing them in full every tick made most of the bytes the API server encoded.
+# They are listed by metadata only; an object is read again only when its resourceVersion moved.
+LISTED_BY_METADATA = frozenset({("operators.coreos.com", "v1alpha1", "clusterserviceversions")})
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
 def list_cluster(
     world: World, group: str, version: str, plural: str, reuse: bool = False
 ) -> list[dict]:
@@ -185,13 +195,55 @@ def list_cluster(
     if reuse and key in world.listed:
         return world.listed[key]
     try:
-        items = world.custom.list_cluster_custom_object(group, version, plural)["items"]
+        if key in LISTED_BY_METADATA:
+            items = _list_by_metadata(world, group, version, plural)
+        else:
+            items = world.custom.list_cluster_custom_object(group, version, plural)["items"]
     except ApiException as error:
         if error.status != 404:
             raise
         items = []
     world.listed[key] = items
     return items
+
+
+def _list_by_metadata(world: World, group: str, version: str, plural: str) -> list[dict]:
+    """The objects of a kind, as a full list would give them, from a list of their metadata and
+    a read of each object whose resourceVersion moved since the last tick. Each caller gets
+    objects of its own (parsed from the kept bytes), free to change them."""
+    path = f"/apis/{group}/{version}"
+    # An empty list's items are null in this form.
+    listed = json.loads(_read(world, f"{path}/{plural}", METADATA_LIST))["items"] or []
+    kept = world.kept.get((group, version, plural), {})
+    fresh = {}
+    for item in listed:
+        metadata = item["metadata"]
+        known = kept.get(metadata["uid"])
+        if known is None or known[0] != metadata["resourceVersion"]:
+            try:
+                raw = _read(
+                    world, f"{path}/namespaces/{metadata['namespace']}/{plural}/{metadata['name']}"
+                )
+            except ApiException as error:
+                if error.status != 404:  # gone since the list: the next tick sees it gone
+                    raise
+                continue
+            known = (metadata["resourceVersion"], raw)
+        fresh[metadata["uid"]] = known
+    world.kept[(group, version, plural)] = fresh
+    return [json.loads(raw) for _, raw in fresh.values()]
+
+
+def _read(world: World, path: str, accept: str = "application/json") -> bytes:
+    """The body of a GET of path, unparsed (ApiException when the API server refuses it)."""
+    method, url, headers, body, post = world.api_client.param_serialize(
+        "GET", path, header_params={"Accept": accept}, auth_settings=["BearerToken"]
+    )
+    response = world.api_client.call_api(method, url, header_params=headers, body=body)
+    response.read()
+    if not 200 <= response.status < 300:
+        raise ApiException(http_resp=response)
+    return response.data
 
 
 def replace_status(world: World, group: str, version: str, plural: str, obj: dict) -> dict:
@@ -263,6 +315,7 @@ class Simulator:
         self.api_client = api_client
         self.controllers = controllers
         self.gate = gate or DelayGate()
+        self._kept: dict = {}  # World.kept, from tick to tick
         self.interval = interval
         self.idle = idle
         self.quiet = quiet
@@ -278,7 +331,9 @@ class Simulator:
 
     def tick(self) -> None:
         began = time.monotonic()
-        world = World(self.api_client, read_knobs(client.CoreV1Api(self.api_client)))
+        world = World(
+            self.api_client, read_knobs(client.CoreV1Api(self.api_client)), kept=self._kept
+        )
         refused = False
         for controller in self.controllers:
             try:

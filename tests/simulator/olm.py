@@ -128,6 +128,18 @@ def installed_version(world: World, package: str) -> tuple[int, ...] | None:
     return tuple(int(part) for part in release.split(".") if part.isdigit())
 
 
+def _named(items: list[dict], namespace: str, name: str) -> dict | None:
+    """The object of that namespace and name among items, if any."""
+    return next(
+        (
+            i
+            for i in items
+            if i["metadata"].get("namespace") == namespace and i["metadata"]["name"] == name
+        ),
+        None,
+    )
+
+
 class Marketplace:
     name = "marketplace"
 
@@ -161,8 +173,8 @@ class Marketplace:
         if not self._ensured:
             self._ensure_default_sources(world)
         unhealthy = set(world.knobs["olm"]["unhealthy_catalogs"])
-        sources = world.custom.list_cluster_custom_object(GROUP, V1ALPHA1, "catalogsources")
-        for source in sources["items"]:
+        # Kept for the tick (list_cluster), with the state written here: the Subscriptions read it.
+        for source in list_cluster(world, GROUP, V1ALPHA1, "catalogsources"):
             state = "TRANSIENT_FAILURE" if source["metadata"]["name"] in unhealthy else "READY"
             connection = (source.get("status") or {}).get("connectionState") or {}
             if connection.get("lastObservedState") == state:
@@ -208,14 +220,12 @@ class SubscriptionController:
         status = {k: v for k, v in (sub.get("status") or {}).items() if k != "lastUpdated"}
         package = spec["name"]
 
-        try:
-            source = world.custom.get_namespaced_custom_object(
-                GROUP, V1ALPHA1, spec["sourceNamespace"], "catalogsources", spec["source"]
-            )
-        except ApiException as error:
-            if error.status != 404:
-                raise
-            source = None
+        # The tick's list (the Marketplace lists them first), not a read per Subscription.
+        source = _named(
+            list_cluster(world, GROUP, V1ALPHA1, "catalogsources", reuse=True),
+            spec["sourceNamespace"],
+            spec["source"],
+        )
         healthy = source is not None and (
             (source.get("status") or {}).get("connectionState", {}).get("lastObservedState")
             == "READY"
@@ -372,7 +382,13 @@ class SubscriptionController:
         pending plan freezes the Subscription, as OLM's nothingToUpdate does)."""
         ref = status["installPlanRef"]
         try:
-            plan = world.custom.get_namespaced_custom_object(
+            # From the tick's list of plans; one it lacks is read by name before it counts as
+            # gone (it may be newer than the list).
+            plan = _named(
+                list_cluster(world, GROUP, V1ALPHA1, "installplans", reuse=True),
+                ref["namespace"],
+                ref["name"],
+            ) or world.custom.get_namespaced_custom_object(
                 GROUP, V1ALPHA1, ref["namespace"], "installplans", ref["name"]
             )
         except ApiException as error:

@@ -50,7 +50,12 @@ class ClusterVersionOperator:
             "metadata": {"name": name},
             "spec": spec,
         }
+        # Read first: a create that the API server refuses as a conflict costs it a write's work,
+        # in every tick.
         try:
+            live = _get(world, plural, name)
+            if live is not None:
+                return live
             create_if_absent(
                 world.custom.create_cluster_custom_object, GROUP, VERSION, plural, body
             )

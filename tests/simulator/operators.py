@@ -72,25 +72,32 @@ def hardware_of(node: dict) -> dict | None:
 NODES = ("", "v1", "nodes")  # the key of the tick's node list in World.listed
 
 
-def fake_nodes(world: World, reuse: bool = False) -> list[dict]:
-    """The nodes the simulator registered (those with a hardware annotation). The list is kept
-    for the rest of the tick; with reuse, the last one made in this tick is read again."""
+def all_nodes(world: World, reuse: bool = False) -> list[dict]:
+    """Every node of the cluster. The list is kept for the rest of the tick; with reuse, the
+    last one made in this tick is read again."""
     if not (reuse and NODES in world.listed):
-        items = world.api_client.sanitize_for_serialization(world.core.list_node())["items"]
-        world.listed[NODES] = items
-    return [n for n in world.listed[NODES] if hardware_of(n) is not None]
+        world.listed[NODES] = json.loads(world.core.list_node(_preload_content=False).data)["items"]
+    return world.listed[NODES]
+
+
+def fake_nodes(world: World, reuse: bool = False) -> list[dict]:
+    """The nodes the simulator registered (those with a hardware annotation), as all_nodes."""
+    return [n for n in all_nodes(world, reuse) if hardware_of(n) is not None]
 
 
 def _set_status(
     world: World, group: str, version: str, plural: str, obj: dict, status: dict
 ) -> None:
     if obj.get("status") != status:
-        replace_status(world, group, version, plural, {**obj, "status": status})
+        written = replace_status(world, group, version, plural, {**obj, "status": status})
+        # The tick's list holds obj (World.listed): a later controller reading it sees the write.
+        obj.clear()
+        obj.update(written)
 
 
-def _list(world: World, group: str, version: str, plural: str) -> list[dict]:
-    # Always a fresh list; it is kept for later controllers of the tick (core.list_cluster).
-    return list_cluster(world, group, version, plural)
+def _list(world: World, group: str, version: str, plural: str, reuse: bool = False) -> list[dict]:
+    # A fresh list unless reuse; it is kept for later controllers of the tick (core.list_cluster).
+    return list_cluster(world, group, version, plural, reuse)
 
 
 class Nfd:
@@ -274,7 +281,7 @@ class NicNodePolicies:
         policies = _list(world, "mellanox.com", "v1alpha1", "nicnodepolicies")
         if not policies:
             return
-        nodes = world.api_client.sanitize_for_serialization(world.core.list_node())["items"]
+        nodes = all_nodes(world, reuse=True)
         held = set((world.knobs.get("nic_node_policies") or {}).get("not_ready") or [])
         selectors = {
             p["metadata"]["name"]: (p.get("spec") or {}).get("nodeSelector") for p in policies
@@ -481,7 +488,7 @@ class SriovOperator:
     @staticmethod
     def _forget_gone_nodes(world: World, namespace: str) -> None:
         """The operator deletes the state of a node that left the cluster."""
-        nodes = {n.metadata.name for n in world.core.list_node().items}
+        nodes = {n["metadata"]["name"] for n in all_nodes(world, reuse=True)}
         states = world.custom.list_namespaced_custom_object(
             "sriovnetwork.openshift.io", "v1", namespace, "sriovnetworknodestates"
         )["items"]
@@ -660,20 +667,23 @@ class Kubelet:
     name = "kubelet"
 
     def reconcile(self, world: World) -> None:
-        policies = _list(world, "mellanox.com", "v1alpha1", "nicclusterpolicies")
+        # The tick's lists: the operators before it wrote their statuses into them (_set_status).
+        policies = _list(world, "mellanox.com", "v1alpha1", "nicclusterpolicies", reuse=True)
         node_policies = [
             p
-            for p in _list(world, "mellanox.com", "v1alpha1", "nicnodepolicies")
+            for p in _list(world, "mellanox.com", "v1alpha1", "nicnodepolicies", reuse=True)
             if (p.get("status") or {}).get("state") == "ready"
         ]
-        cluster_policies = _list(world, "nvidia.com", "v1", "clusterpolicies")
+        cluster_policies = _list(world, "nvidia.com", "v1", "clusterpolicies", reuse=True)
         gpu_ready = any((p.get("status") or {}).get("state") == "ready" for p in cluster_policies)
         ncp = next((p for p in policies if (p.get("status") or {}).get("state") == "ready"), None)
         states = {
             s["metadata"]["name"]: s
             for s in _list(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodestates")
         }
-        sriov_policies = _list(world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodepolicies")
+        sriov_policies = _list(
+            world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodepolicies", reuse=True
+        )
         for node in fake_nodes(world):
             hardware = hardware_of(node)
             resources = dict(node_status()["allocatable"])

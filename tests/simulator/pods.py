@@ -42,7 +42,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kubernetes.client.rest import ApiException
 
-from tests.simulator.core import DelayGate, World, now
+from tests.simulator.core import DelayGate, World, list_cluster, now
 from tests.simulator.operators import fake_nodes, hardware_of
 from tests.simulator.testbed import run_pod_script
 
@@ -354,9 +354,9 @@ class Pods:
             "k8s.v1.cni.cncf.io/resourceName", ""
         )
         if resource.startswith("openshift.io/"):
-            policies = world.custom.list_cluster_custom_object(
-                "sriovnetwork.openshift.io", "v1", "sriovnetworknodepolicies"
-            )["items"]
+            policies = list_cluster(
+                world, "sriovnetwork.openshift.io", "v1", "sriovnetworknodepolicies", reuse=True
+            )
             for policy in policies:
                 spec = policy.get("spec") or {}
                 if spec.get("resourceName") == resource.split("/", 1)[1] and spec.get("mtu"):
@@ -366,10 +366,9 @@ class Pods:
     @staticmethod
     def _peermem(world: World) -> bool:
         """The GPU Operator loads nvidia_peermem when the ClusterPolicy enables driver.rdma."""
-        policies = world.custom.list_cluster_custom_object("nvidia.com", "v1", "clusterpolicies")
         return any(
             ((p.get("spec") or {}).get("driver") or {}).get("rdma", {}).get("enabled")
-            for p in policies["items"]
+            for p in list_cluster(world, "nvidia.com", "v1", "clusterpolicies", reuse=True)
         )
 
     def _dns_names(self, world: World, namespace: str, workers: list[dict]) -> dict[str, dict]:
