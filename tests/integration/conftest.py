@@ -92,11 +92,14 @@ def core(harness) -> client.CoreV1Api:
 
 
 @pytest.fixture
-def namespace(core) -> str:
-    """A fresh namespace for one test."""
+def namespace(core):
+    """A fresh namespace for one test, deleted with what the test left in it: the plane serves
+    the worker's later test files, whose simulator would otherwise go on reconciling those
+    Subscriptions and CSVs every tick, and whose tests list the cluster's objects."""
     name = f"test-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": name}})
-    return name
+    yield name
+    core.delete_namespace(name)
 
 
 @pytest.fixture

@@ -250,11 +250,20 @@ def test_the_upgrade_approves_exactly_the_way_in_the_order_that_keeps_gpudirect(
             "operators.coreos.com", "v1alpha1", namespace, "installplans", name
         )
         assert plan["spec"]["approved"] is True
-    for subscription in custom.list_cluster_custom_object(
-        "operators.coreos.com", "v1alpha1", "subscriptions"
-    )["items"]:
-        if subscription["spec"]["name"] in ("nvidia-network-operator", "gpu-operator-certified"):
-            assert subscription["spec"]["installPlanApproval"] == "Manual"
+    # The collection's Subscriptions only: a test file before this one on the worker's plane
+    # may have left Subscriptions of these packages in a namespace of its own.
+    subscriptions = custom.list_cluster_custom_object(
+        "operators.coreos.com",
+        "v1alpha1",
+        "subscriptions",
+        label_selector="app.kubernetes.io/managed-by=gpudirect.rdma",
+    )["items"]
+    approval = {
+        s["spec"]["name"]: s["spec"].get("installPlanApproval")
+        for s in subscriptions
+        if s["spec"]["name"] in ("nvidia-network-operator", "gpu-operator-certified")
+    }
+    assert approval == {"nvidia-network-operator": "Manual", "gpu-operator-certified": "Manual"}
     (planned,) = [o for o in build_objects(NEWEST) if o["kind"] == "NicClusterPolicy"]
     policy = custom.get_cluster_custom_object(
         "mellanox.com", "v1alpha1", "nicclusterpolicies", "nic-cluster-policy"
