@@ -5,20 +5,8 @@ See README.md beside this file for exactly what it simulates.
 
 from __future__ import annotations
 
-from tests.simulator import (
-    drivers,
-    maintenance,
-    nic_configuration,
-    olm,
-    openshift,
-    operators,
-    pods,
-)
-from tests.simulator.catalog import load_catalog
-from tests.simulator.core import DelayGate, Simulator
 
-
-def build_simulator(api_client, interval: float = 0.2, webhooks=None) -> Simulator:
+def build_simulator(api_client, interval: float = 0.2, webhooks=None):
     """The simulator with every controller it plays, over the real reference catalog; with
     webhooks (an admission.WebhookServer), OLM registers the policy webhooks it serves.
 
@@ -28,7 +16,23 @@ def build_simulator(api_client, interval: float = 0.2, webhooks=None) -> Simulat
     Maintenance Operator sees the NodeMaintenances the NIC configuration daemon asked for. The
     driver upgrade controllers come after it (they read its NodeMaintenances) and serve their
     driver pods' logs through the kubelet's log endpoint. One gate holds back every delayed step
-    (keyed by object and step), so the loop knows when the next one falls due."""
+    (keyed by object and step), so the loop knows when the next one falls due.
+
+    The controllers are imported here, not when the package is: the stand-ins the simulated
+    pods run (`python -m tests.simulator.perftest_standin`, ...) are modules of this package, and
+    importing every controller (the kubernetes client among them) cost each of them 0.3 s."""
+    from tests.simulator import (
+        drivers,
+        maintenance,
+        nic_configuration,
+        olm,
+        openshift,
+        operators,
+        pods,
+    )
+    from tests.simulator.catalog import load_catalog
+    from tests.simulator.core import DelayGate, Simulator
+
     gate = DelayGate()
     kubelet = pods.Pods(gate)
     return Simulator(
