@@ -231,7 +231,7 @@ def _list_by_metadata(world: World, group: str, version: str, plural: str) -> li
             known = (metadata["resourceVersion"], raw)
         fresh[metadata["uid"]] = known
     world.kept[(group, version, plural)] = fresh
-    return [json.loads(raw) for _, raw in fresh.values()]
+    return [json.loads(raw) for _version, raw in fresh.values()]
 
 
 def _read(world: World, path: str, accept: str = "application/json") -> bytes:
