@@ -8,10 +8,11 @@ author: gpudirect.rdma maintainers (!UNKNOWN)
 version_added: 0.1.0
 short_description: The nodes that can run the GPUDirect bandwidth test
 description:
-  - From Node objects (as M(kubernetes.core.k8s_info) returns them), the names of those that are
-    schedulable and advertise C(nvidia.com/gpu) and every rail's RDMA resource of the plan (of
-    the node group O(group)), sorted; for the others, why not; and how many GPUs each node
-    advertises (what a test pod asks for, to choose each rail's GPU from).
+  - From Node objects (as M(gpudirect.rdma.read) or M(kubernetes.core.k8s_info) return them),
+    the names of those that are schedulable and advertise C(nvidia.com/gpu) and every rail's
+    RDMA resource of the plan (of the node group O(group)), sorted; for the others, why not;
+    and how many GPUs each node advertises (what a test pod asks for, to choose each rail's GPU
+    from).
 options:
   _input:
     description: Node objects.

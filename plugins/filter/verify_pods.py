@@ -47,9 +47,9 @@ options:
     default: 1
   servers:
     description:
-      - For clients, the running server pods (as M(kubernetes.core.k8s_info) returns them); the
-        client's rail N connects to the server's C(net<N+1>) address of its
-        C(k8s.v1.cni.cncf.io/network-status) annotation.
+      - For clients, the running server pods (as M(gpudirect.rdma.read) or
+        M(kubernetes.core.k8s_info) return them); the client's rail N connects to the server's
+        C(net<N+1>) address of its C(k8s.v1.cni.cncf.io/network-status) annotation.
     type: list
     elements: dict
     default: []

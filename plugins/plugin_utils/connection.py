@@ -36,7 +36,7 @@ PREFIX = "gpudirect_rdma_"
 # The collection's own options of every module that talks to the cluster (doc_fragments/cluster.py).
 CLUSTER_OPTIONS = tuple(yaml_load(ClusterOptions.DOCUMENTATION)["options"])
 # kubernetes.core's options that the gpudirect_rdma_<option> variables give, as the roles declare
-# them (doc_fragments/role_options.py), the verify role to kubernetes.core's modules too.
+# them (doc_fragments/role_options.py).
 CONNECTION_OPTIONS = tuple(
     option
     for option in (
@@ -212,6 +212,17 @@ class ModuleAction(ActionBase):
         except Exited as exited:
             return exited.result
         raise AssertionError(f"{module_name} ended without exit_json or fail_json")
+
+
+class FileAction(ModuleAction):
+    """Run the module of the task's name with the task's arguments only: a module that does not
+    talk to the cluster (manifest_tree), so no connection option is added."""
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        module_name = self._task.resolved_action or self._task.action
+        result.update(self._run_module(module_name, self._task.args, task_vars or {}))
+        return result
 
 
 class ConnectionAction(ModuleAction):

@@ -1,6 +1,6 @@
 """The connection as role variables (plugin_utils/connection.py): every module of the k8s action
 group gets kubeconfig, context, ... from the gpudirect_rdma_* variables unless its task sets them,
-and the verify role gives the same to kubernetes.core's reads."""
+and the roles call no module those variables do not reach."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from ansible.module_utils.basic import env_fallback
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import argument_spec
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
-    CONNECTION_OPTIONS,
     ConnectionAction,
     Exited,
+    FileAction,
     ModuleHere,
     connection_args,
 )
@@ -50,13 +50,26 @@ def test_every_module_of_the_k8s_group_has_an_action_that_passes_the_variables()
         ), f"plugins/action/{module}.py does not pass the connection"
 
 
-def test_the_verify_role_gives_kubernetes_core_the_same_connection():
-    tasks = yaml.safe_load((REPO_ROOT / "roles" / "verify" / "tasks" / "main.yml").read_text())
-    block = next(t for t in tasks if "block" in t)
-    defaults = block["module_defaults"]["group/kubernetes.core.k8s"]
-    assert tuple(defaults) == CONNECTION_OPTIONS
-    for option, value in defaults.items():
-        assert value == f"{{{{ gpudirect_rdma_{option} | default(omit) }}}}"
+def test_no_role_calls_a_module_the_connection_variables_do_not_reach():
+    """Every read and write of the roles goes through the collection's actions, which take the
+    gpudirect_rdma_* variables; a kubernetes.core module would need module_defaults of its own
+    (the verify role had them, before gpudirect.rdma.read)."""
+
+    def modules(tasks):
+        for task in tasks or []:
+            for key, value in task.items():
+                if key in ("block", "rescue", "always"):
+                    yield from modules(value)
+                elif "." in key and key.count(".") == 2:
+                    yield key
+
+    used = {
+        module
+        for path in sorted((REPO_ROOT / "roles").glob("*/tasks/*.yml"))
+        for module in modules(yaml.safe_load(path.read_text()))
+    }
+    assert "gpudirect.rdma.read" in used
+    assert [m for m in used if not m.startswith(("gpudirect.rdma.", "ansible.builtin."))] == []
 
 
 def module_here(args: dict, spec: dict | None = None, **kwargs) -> ModuleHere:
@@ -123,7 +136,17 @@ def local_action(module: str, *, transport="local", become=False, async_val=0):
 
 @pytest.mark.parametrize(
     "module",
-    ["apply", "wait", "remove", "step", "preflight", "diagnostics", "manifest_tree", "upgrade"],
+    [
+        "apply",
+        "wait",
+        "remove",
+        "step",
+        "preflight",
+        "diagnostics",
+        "manifest_tree",
+        "upgrade",
+        "read",
+    ],
 )
 def test_every_module_runs_in_the_actions_process_on_a_local_connection(module):
     code = importlib.import_module(f"ansible_collections.gpudirect.rdma.plugins.modules.{module}")
@@ -215,6 +238,7 @@ def test_every_module_runs_here_without_importing_the_kubernetes_package():
         "remove",
         "manifest_tree",
         "upgrade",
+        "read",
     )
     for module in modules:
         assert local_action(module)._code_here(f"gpudirect.rdma.{module}") is not None, module
@@ -228,3 +252,26 @@ def test_every_module_runs_here_without_importing_the_kubernetes_package():
         [sys.executable, "-c", check], capture_output=True, text=True, check=True, env=paths
     ).stdout
     assert found.strip() == "[]"
+
+
+def test_the_tree_writer_runs_here_with_the_tasks_arguments_only(tmp_path):
+    """manifest_tree's action (FileAction) adds no connection option, which the module would
+    refuse, whatever gpudirect_rdma_* variables the play sets; it writes in this process."""
+    files = {"verify-report.json": "{}\n"}
+    task = mock.MagicMock(
+        args={"dest": str(tmp_path), "files": files, "prune": False},
+        async_val=0,
+        check_mode=False,
+        diff=False,
+    )
+    task.environment = None
+    task.resolved_action = "gpudirect.rdma.manifest_tree"
+    action = FileAction(
+        task, mock.MagicMock(transport="local"), mock.MagicMock(become=False), None, None, None
+    )
+    with mock.patch.object(action, "_execute_module") as shipped:
+        result = action.run(task_vars={"gpudirect_rdma_kubeconfig": "/nowhere/kubeconfig"})
+    shipped.assert_not_called()
+    assert result["changed"] is True and result["created"] == ["verify-report.json"]
+    assert "kubeconfig" not in result["invocation"]["module_args"]
+    assert (tmp_path / "verify-report.json").read_text() == "{}\n"

@@ -2,7 +2,7 @@
 by running the engine (every step of the table, for real and as site.yml's converged check,
 with its preflight, OLM install, apply, prune and gates), the test pods' apply and prune,
 uninstall's every stage with its gates, and diagnostics of every gate, against a cluster that
-records each request, plus the roles' kubernetes.core k8s_info and k8s_log reads; the
+records each request, plus the roles' gpudirect.rdma.read reads (objects and logs); the
 ClusterRole and the test pods' Role must allow every one of those requests, hold no wildcard,
 and grant nothing that none of them uses."""
 
@@ -387,19 +387,18 @@ def converged_cluster(plan: dict) -> Recorder:
 
 
 def module_reads() -> set:
-    """The roles' reads through kubernetes.core: objects (k8s_info: one by name, else a list)
-    and a pod's log (k8s_log)."""
+    """The roles' reads through gpudirect.rdma.read: a list of one kind, or pods' logs."""
     found = set()
     for task in role_tasks():
-        info = task.get("kubernetes.core.k8s_info")
-        if info:
-            api_version = info.get("api_version", "v1")
-            verb = "get" if info.get("name") else "list"
-            resource = resource_of(api_version, info["kind"])
-            found.add((verb, group_of(api_version), resource, literal(info.get("namespace")), None))
-        log = task.get("kubernetes.core.k8s_log")
-        if log:
-            found.add(("get", "", "pods/log", literal(log.get("namespace")), None))
+        read = task.get("gpudirect.rdma.read")
+        if read and read.get("kind"):
+            api_version = read.get("api_version", "v1")
+            resource = resource_of(api_version, read["kind"])
+            found.add(
+                ("list", group_of(api_version), resource, literal(read.get("namespace")), None)
+            )
+        elif read:
+            found.add(("get", "", "pods/log", literal(read.get("namespace")), None))
     assert found, "the verify role reads nodes, its pods and their logs"
     return found
 

@@ -359,19 +359,21 @@ class Cluster:
         self,
         name: str,
         namespace: str,
-        container: str,
+        container: str | None = None,
         tail_lines: int | None = None,
         previous: bool = False,
         timeout: float = 30,
     ) -> str:
-        """The log of one container of a pod (its last tail_lines lines; the previous run's)."""
-        query = [("container", container)]
+        """The log of one container of a pod (its last tail_lines lines; the previous run's);
+        without container, of the pod's only container."""
+        query = [("container", container)] if container else []
         if tail_lines:
             query.append(("tailLines", tail_lines))
         if previous:
             query.append(("previous", "true"))
         pods = self.resource("v1", "Pod")
-        with self.requesting(f"reading the log of {namespace}/{name} {container}"):
+        which = f" {container}" if container else ""
+        with self.requesting(f"reading the log of {namespace}/{name}{which}"):
             answer = self.api.request(
                 "GET", pods.path(namespace, name, "log"), query=query, timeout=timeout, raw=True
             )
