@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
-    FileAction as ActionModule,
+    TaskAction as ActionModule,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
     preload,

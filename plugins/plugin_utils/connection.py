@@ -214,24 +214,23 @@ class ModuleAction(ActionBase):
         raise AssertionError(f"{module_name} ended without exit_json or fail_json")
 
 
-class FileAction(ModuleAction):
-    """Run the module of the task's name with the task's arguments only: a module that does not
-    talk to the cluster (manifest_tree), so no connection option is added."""
-
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        module_name = self._task.resolved_action or self._task.action
-        result.update(self._run_module(module_name, self._task.args, task_vars or {}))
-        return result
-
-
-class ConnectionAction(ModuleAction):
-    """Run the module of the task's name with the connection options of the variables."""
+class TaskAction(ModuleAction):
+    """Run the module of the task's name with the task's arguments (_arguments): as they are for
+    a module that does not talk to the cluster (manifest_tree)."""
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        args = connection_args(self._task.args, task_vars, self._templar.template)
         module_name = self._task.resolved_action or self._task.action
-        result.update(self._run_module(module_name, args, task_vars))
+        result.update(self._run_module(module_name, self._arguments(task_vars), task_vars))
         return result
+
+    def _arguments(self, task_vars: dict) -> dict:
+        return self._task.args
+
+
+class ConnectionAction(TaskAction):
+    """Run the module of the task's name with the connection options of the variables."""
+
+    def _arguments(self, task_vars: dict) -> dict:
+        return connection_args(self._task.args, task_vars, self._templar.template)

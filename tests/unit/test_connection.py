@@ -20,10 +20,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import a
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
     ConnectionAction,
     Exited,
-    FileAction,
     ModuleHere,
+    TaskAction,
     connection_args,
 )
+from tests.unit.roles import role_tasks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,19 +56,7 @@ def test_no_role_calls_a_module_the_connection_variables_do_not_reach():
     gpudirect_rdma_* variables; a kubernetes.core module would need module_defaults of its own
     (the verify role had them, before gpudirect.rdma.read)."""
 
-    def modules(tasks):
-        for task in tasks or []:
-            for key, value in task.items():
-                if key in ("block", "rescue", "always"):
-                    yield from modules(value)
-                elif "." in key and key.count(".") == 2:
-                    yield key
-
-    used = {
-        module
-        for path in sorted((REPO_ROOT / "roles").glob("*/tasks/*.yml"))
-        for module in modules(yaml.safe_load(path.read_text()))
-    }
+    used = {key for task in role_tasks() for key in task if key.count(".") == 2}
     assert "gpudirect.rdma.read" in used
     assert [m for m in used if not m.startswith(("gpudirect.rdma.", "ansible.builtin."))] == []
 
@@ -255,7 +244,7 @@ def test_every_module_runs_here_without_importing_the_kubernetes_package():
 
 
 def test_the_tree_writer_runs_here_with_the_tasks_arguments_only(tmp_path):
-    """manifest_tree's action (FileAction) adds no connection option, which the module would
+    """manifest_tree's action (TaskAction) adds no connection option, which the module would
     refuse, whatever gpudirect_rdma_* variables the play sets; it writes in this process."""
     files = {"verify-report.json": "{}\n"}
     task = mock.MagicMock(
@@ -266,7 +255,7 @@ def test_the_tree_writer_runs_here_with_the_tasks_arguments_only(tmp_path):
     )
     task.environment = None
     task.resolved_action = "gpudirect.rdma.manifest_tree"
-    action = FileAction(
+    action = TaskAction(
         task, mock.MagicMock(transport="local"), mock.MagicMock(become=False), None, None, None
     )
     with mock.patch.object(action, "_execute_module") as shipped:
