@@ -64,11 +64,11 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import 
 )
 from tests.harness.controlplane import crd_files, harness_crd_files
 from tests.unit.inventories import NAMES, bandwidth_pods, inputs
+from tests.unit.roles import role_tasks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RBAC = REPO_ROOT / k8s_client.RBAC_FILE
 BINDINGS = REPO_ROOT / k8s_client.RBAC_BINDING_FILE
-ROLES = REPO_ROOT / "roles"
 TEMPLATED = "<templated>"  # a namespace a role computes with Jinja
 
 
@@ -320,14 +320,6 @@ def olm_cluster(plan: dict, listed: dict | None = None, empty: bool = False) -> 
         },
         appear_when_applied=("Subscription",) if empty else (),
     )
-
-
-def role_tasks() -> list[dict]:
-    tasks = []
-    for path in sorted(ROLES.glob("*/tasks/*.yml")):
-        for task in yaml.safe_load(path.read_text()) or []:
-            tasks.extend([task, *(task.get("block") or []), *(task.get("rescue") or [])])
-    return tasks
 
 
 def literal(value):
