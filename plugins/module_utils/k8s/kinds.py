@@ -18,6 +18,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "Pod"): ("pods", True),
     ("v1", "Secret"): ("secrets", True),
     ("v1", "Service"): ("services", True),
+    ("apps/v1", "DaemonSet"): ("daemonsets", True),
     ("config.openshift.io/v1", "ClusterVersion"): ("clusterversions", False),
     ("config.openshift.io/v1", "Infrastructure"): ("infrastructures", False),
     ("configuration.net.nvidia.com/v1alpha1", "NicConfigurationTemplate"): (
@@ -25,6 +26,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
         True,
     ),
     ("configuration.net.nvidia.com/v1alpha1", "NicDevice"): ("nicdevices", True),
+    ("image.openshift.io/v1", "ImageStream"): ("imagestreams", True),
     ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"): (
         "network-attachment-definitions",
         True,
@@ -62,3 +64,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("sriovnetwork.openshift.io/v1", "SriovNetworkPoolConfig"): ("sriovnetworkpoolconfigs", True),
     ("sriovnetwork.openshift.io/v1", "SriovOperatorConfig"): ("sriovoperatorconfigs", True),
 }
+
+# Kinds of which a get lists the object's namespace once instead (Reads): the RDMA method steps'
+# gates ask for one NetworkAttachmentDefinition per rail, all in the network namespace.
+LISTED_BY_NAMESPACE = frozenset({("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition")})

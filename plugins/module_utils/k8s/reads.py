@@ -5,9 +5,10 @@ methods: the first list of a kind is kept, and later lists and gets of that kind
 from it (a namespace or a label selector applied here, with kubernetes.core's label selector
 filter). A get of a kind the collection manages, that nobody listed, lists the collection's
 objects of that kind once (one request for every planned object of the kind) and asks by name
-only for a name that list lacks: an object of somebody else, or one that does not exist. Any
-other get is asked once by name. Writes go through to the cluster and forget what was kept of
-their kind, so a read after a write sees the write.
+only for a name that list lacks: an object of somebody else, or one that does not exist. A get
+of a kind of kinds.LISTED_BY_NAMESPACE lists the namespace once (a NetworkAttachmentDefinition
+per rail, one request for all). Any other get is asked once by name. Writes go through to the
+cluster and forget what was kept of their kind, so a read after a write sees the write.
 
 This is how a converged re-run of site.yml decides everything in about one request per kind.
 """
@@ -19,6 +20,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
     MANAGED_BY_LABEL,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import LISTED_BY_NAMESPACE
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import managed_kinds
 
 try:
@@ -68,6 +70,7 @@ class Reads:
         self._all: dict[tuple, list[dict] | NotServed] = {}  # every object of a kind
         self._owned: dict[tuple, list[dict] | NotServed] = {}  # the collection's of a kind
         self._named: dict[tuple, dict | None] = {}  # objects asked for by name
+        self._in_namespace: dict[tuple, list[dict] | NotServed] = {}  # a namespace of a kind
 
     @property
     def server(self) -> str:
@@ -126,14 +129,30 @@ class Reads:
             found = _named(self.owned(api_version, kind), name, namespace)
             if found is not None:
                 return found
+        if key in LISTED_BY_NAMESPACE and namespace:
+            return _named(self._namespace_once(api_version, kind, namespace), name, namespace)
         named = (api_version, kind, name, namespace)
         if named not in self._named:
             self._named[named] = self.cluster.get(api_version, kind, name, namespace)
         return self._named[named]
 
+    def _namespace_once(self, api_version: str, kind: str, namespace: str) -> list[dict]:
+        key = (api_version, kind, namespace)
+        if key not in self._in_namespace:
+            try:
+                self._in_namespace[key] = [
+                    {**item, "apiVersion": api_version, "kind": kind}
+                    for item in self.cluster.list(api_version, kind, namespace=namespace)
+                ]
+            except NotServed as error:
+                self._in_namespace[key] = error
+        return self._found(self._in_namespace[key])
+
     def forget(self, api_version: str, kind: str) -> None:
         for store in (self._all, self._owned):
             store.pop((api_version, kind), None)
+        for listed in [k for k in self._in_namespace if k[:2] == (api_version, kind)]:
+            del self._in_namespace[listed]
         for named in [k for k in self._named if k[:2] == (api_version, kind)]:
             del self._named[named]
 

@@ -178,8 +178,9 @@ def node_nics(facts: Facts) -> tuple[str, dict[str, dict[str, dict]]] | None:
 
 
 NODE_READS = (Read(*NODE),)
+# In node_nics' order of preference: a source is read only when none before it has objects.
 NIC_READS = (
     Read(*SRIOV_NODE_STATE),
-    Read(*NIC_DEVICE),
+    Read(*NIC_DEVICE, unless=(SRIOV_NODE_STATE,)),
     Read(*NODE_FEATURE, unless=(SRIOV_NODE_STATE, NIC_DEVICE)),
 )

@@ -23,7 +23,8 @@ from .checks import (
 )
 
 POOL_KIND = (machine_config.API_VERSION, "MachineConfigPool")
-INFRASTRUCTURE = ("config.openshift.io/v1", "Infrastructure")
+# The labels of a node that runs the control plane (OpenShift labels it with both).
+CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/master", "node-role.kubernetes.io/control-plane")
 INTEL_NIC_LABEL = "feature.node.kubernetes.io/pci-8086.present"
 
 
@@ -48,13 +49,20 @@ def check_irdma(plan: dict, objects: list[dict], facts: Facts, take_over: bool) 
     return found
 
 
+def single_node(nodes: list[dict]) -> bool:
+    """Single-node OpenShift, workers added or not: one node runs the control plane (what the
+    Infrastructure's status.controlPlaneTopology SingleReplica says, from the node list every
+    run reads anyway), or the cluster has one node."""
+    control_plane = [
+        n for n in nodes if any(label in n["labels"] for label in CONTROL_PLANE_LABELS)
+    ]
+    return len(control_plane) == 1 or len(nodes) == 1
+
+
 def check_pool(plan: dict, objects: list[dict], facts: Facts, take_over: bool) -> list[dict]:
     """The pool the MachineConfigs go to exists and has machines; single-node OpenShift said
     with what it means (every reboot takes the API away)."""
-    topology = ((facts.one(*INFRASTRUCTURE, "cluster") or {}).get("status") or {}).get(
-        "controlPlaneTopology"
-    )
-    single = topology == "SingleReplica" or len(facts.nodes) == 1
+    single = single_node(facts.nodes)
     found = []
     settings = plan["machine_configs"]
     wanted = (
@@ -165,7 +173,6 @@ STEP = Step(
             check_pool,
             lambda plan, objects: (
                 *NODE_READS,
-                Read(*INFRASTRUCTURE, "cluster"),
                 Read(*CLUSTER_VERSION, "version"),
                 Read(*POOL_KIND, plan["machine_configs"]["role"]),
             ),

@@ -641,9 +641,9 @@ def test_preflight_reads_once_a_run_and_later_steps_judge_only_what_was_left_ski
     later.check()
     assert {f["check"] for f in later.findings} == {"nodes", "interfaces", "driver-toolkit"}
     assert later.verdict["pending"] == []
+    # The SR-IOV operator's node states report the NICs: no NicDevice is read.
     assert sorted(cluster.reads) == [
         ("get", "ImageStream"),
-        ("list", "NicDevice"),
         ("list", "Node"),
         ("list", "SriovNetworkNodeState"),
     ]
@@ -659,6 +659,33 @@ def test_preflight_reads_once_a_run_and_later_steps_judge_only_what_was_left_ski
     engine = Engine(cluster, other, check_mode=True, decided=later.verdict)
     engine.check()
     assert "openshift" in {f["check"] for f in engine.findings}
+
+
+def test_the_nics_are_read_from_the_first_source_that_reports_them():
+    """The SR-IOV operator's node states, else the NicDevices, else NFD's NodeFeatures: a
+    source is listed only when those before it have no object."""
+    plan = build_plan(inputs("sriov-legacy-roce"))
+    sources = ("SriovNetworkNodeState", "NicDevice", "NodeFeature")
+
+    def nic_reads(cluster: Cluster) -> list[str]:
+        Engine(cluster, plan, check_mode=True).check()
+        return [kind for _verb, kind in cluster.reads if kind in sources]
+
+    assert nic_reads(converged_cluster(plan)) == ["SriovNetworkNodeState"]
+    cluster = converged_cluster(plan)
+    state = find(cluster, "SriovNetworkNodeState")
+    del cluster.objects[key_of(state)]
+    device = {
+        "apiVersion": "configuration.net.nvidia.com/v1alpha1",
+        "kind": "NicDevice",
+        "metadata": {"name": "worker-0-nic", "namespace": state["metadata"]["namespace"]},
+        "status": {"node": "worker-0", "ports": [{"networkInterface": "ens8f0np0"}]},
+    }
+    cluster.objects[key_of(device)] = device
+    assert nic_reads(cluster) == ["SriovNetworkNodeState", "NicDevice"]
+    del cluster.objects[key_of(device)]
+    cluster.reads.clear()
+    assert nic_reads(cluster) == list(sources)
 
 
 def test_with_a_verdict_a_refused_read_still_stops_the_step():

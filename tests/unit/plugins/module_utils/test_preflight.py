@@ -55,7 +55,6 @@ class World:
     server: str = "https://api.example:6443"
     cluster_version: str | None = "4.20.8"
     openshift: bool = True
-    topology: str = "HighlyAvailable"
     olm: bool = True
     catalogs: dict = field(default_factory=dict)  # "ns/name" -> READY state, None if absent
     nodes: list = field(default_factory=list)  # {"name", "labels"}
@@ -85,14 +84,6 @@ class World:
         if self.openshift:
             status = {"desired": {"version": self.cluster_version}}
             found.append(obj("config.openshift.io/v1", "ClusterVersion", "version", status=status))
-            found.append(
-                obj(
-                    "config.openshift.io/v1",
-                    "Infrastructure",
-                    "cluster",
-                    status={"controlPlaneTopology": self.topology},
-                )
-            )
         for where, state in self.catalogs.items():
             namespace, name = where.split("/")
             if state is not None:
@@ -166,7 +157,6 @@ class World:
         if not self.openshift:
             not_served |= {
                 ("config.openshift.io/v1", "ClusterVersion"),
-                ("config.openshift.io/v1", "Infrastructure"),
                 ("image.openshift.io/v1", "ImageStream"),
             }
         if not self.olm:
@@ -784,7 +774,6 @@ def test_exclusive_rdma_mode_and_shared_device_never_mix():
 def test_single_node_openshift():
     plan = plan_of("sriov-legacy-roce")
     facts = healthy(plan, nodes=1)
-    facts.topology = "SingleReplica"
     facts.machine_config_pool = {"metadata": {"name": "worker"}, "status": {"machineCount": 0}}
     findings, _checks = run(plan, facts)
     errors = messages(findings, "error")
@@ -794,6 +783,29 @@ def test_single_node_openshift():
     facts.machine_config_pool = None
     findings, _checks = run(plan, facts)
     assert any("there is no MachineConfigPool worker" in m for m in messages(findings, "error"))
+
+
+@pytest.mark.parametrize(
+    ("control_plane", "single"),
+    [
+        ({"sno-0": "node-role.kubernetes.io/master"}, True),
+        ({"sno-0": "node-role.kubernetes.io/control-plane"}, True),
+        ({"m-0": "node-role.kubernetes.io/master", "m-1": "node-role.kubernetes.io/master"}, False),
+        ({}, False),
+    ],
+)
+def test_single_node_openshift_with_workers_is_told_by_its_one_control_plane_node(
+    control_plane, single
+):
+    """Workers added to single-node OpenShift: one node runs the control plane (the
+    Infrastructure's controlPlaneTopology SingleReplica), and its reboot takes the API away."""
+    plan = plan_of("sriov-legacy-roce")
+    facts = healthy(plan, nodes=2)
+    for name, label in control_plane.items():
+        facts.nodes.append({"name": name, "labels": {label: "", **NFD}})
+    findings, _checks = run(plan, facts)
+    warned = any("single-node OpenShift" in m for m in messages(findings, "warning"))
+    assert warned is single
 
 
 def test_summary_counts_and_puts_errors_first():
