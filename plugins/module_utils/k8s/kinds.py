@@ -20,7 +20,6 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "Service"): ("services", True),
     ("apps/v1", "DaemonSet"): ("daemonsets", True),
     ("config.openshift.io/v1", "ClusterVersion"): ("clusterversions", False),
-    ("config.openshift.io/v1", "Infrastructure"): ("infrastructures", False),
     ("configuration.net.nvidia.com/v1alpha1", "NicConfigurationTemplate"): (
         "nicconfigurationtemplates",
         True,

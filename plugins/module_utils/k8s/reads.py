@@ -90,8 +90,10 @@ class Reads:
         return cached
 
     def _list_once(self, store: dict, key: tuple, **query) -> list[dict]:
+        """One list of the kind of key (apiVersion, kind, and what else tells the query apart),
+        kept in store."""
         if key not in store:
-            api_version, kind = key
+            api_version, kind = key[:2]
             try:
                 # The items of a list carry no apiVersion and kind: they are added, so an item
                 # is the object a get returns.
@@ -130,23 +132,12 @@ class Reads:
             if found is not None:
                 return found
         if key in LISTED_BY_NAMESPACE and namespace:
-            return _named(self._namespace_once(api_version, kind, namespace), name, namespace)
+            listed = self._list_once(self._in_namespace, (*key, namespace), namespace=namespace)
+            return _named(listed, name, namespace)
         named = (api_version, kind, name, namespace)
         if named not in self._named:
             self._named[named] = self.cluster.get(api_version, kind, name, namespace)
         return self._named[named]
-
-    def _namespace_once(self, api_version: str, kind: str, namespace: str) -> list[dict]:
-        key = (api_version, kind, namespace)
-        if key not in self._in_namespace:
-            try:
-                self._in_namespace[key] = [
-                    {**item, "apiVersion": api_version, "kind": kind}
-                    for item in self.cluster.list(api_version, kind, namespace=namespace)
-                ]
-            except NotServed as error:
-                self._in_namespace[key] = error
-        return self._found(self._in_namespace[key])
 
     def forget(self, api_version: str, kind: str) -> None:
         for store in (self._all, self._owned):
