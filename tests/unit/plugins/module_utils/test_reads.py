@@ -107,7 +107,7 @@ def test_a_write_makes_the_next_read_of_its_kind_ask_again():
 def test_a_kind_not_served_is_asked_once_and_says_so_each_time():
     cluster = Counting({}, not_served={NAD})
     reads = Reads(cluster)
-    for _ in range(2):
+    for name in ("rdma-rail-0", "rdma-rail-1"):
         with pytest.raises(NotServed):
-            reads.get(*NAD, "rdma-rail-0", "gpudirect-rdma")
+            reads.get(*NAD, name, "gpudirect-rdma")
     assert len(cluster.requests) == 1
