@@ -1,7 +1,7 @@
 """gpudirect.rdma.upgrade: what the upgrade module needs, from the play's variables: the plan and
 the run's preflight verdict (plugin_utils/plan_action.py; the module's verdict is set back as
 gpudirect_rdma_preflight), gpudirect_rdma_take_over, the release data's upgrade graphs
-(releases.yml upgrade_graphs) and the connection options (plugin_utils/connection.py)."""
+(releases.json upgrade_graphs) and the connection options (plugin_utils/connection.py)."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ options:
   graphs:
     description:
       - The certified catalogs' channels per operator key and OpenShift minor, as the release data
-        keeps them (C(plugins/plugin_utils/releases.yml) C(upgrade_graphs), which the action gives
+        keeps them (C(plugins/plugin_utils/releases.json) C(upgrade_graphs), which the action gives
         when this is left out).
     type: dict
   take_over:

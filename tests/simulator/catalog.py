@@ -6,7 +6,7 @@ it (reference/bundle-metadata/<csv>.annotations.yaml) and, where the bundle anno
 catalog disagree (the SR-IOV operator's bundle says `alpha`, OpenShift's catalog says `stable`),
 from the package file (<csv>.package.yaml).
 
-A release in the collection's release catalog (plugins/plugin_utils/releases.yml) whose CSV is
+A release in the collection's release catalog (plugins/plugin_utils/releases.json) whose CSV is
 not in reference/csv (Network Operator 26.7.0 and 26.7.1, GPU Operator 26.7.1 and 26.7.2), and
 the rebuilt bundle nvidia-network-operator.v26.7.0-1 the certified catalog carries, are served
 as a copy of the newest real bundle of the package (reference/pre-release/ included: the 26.7.0
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,7 +53,7 @@ REBUILDS = {
     "nvidia-network-operator.v26.7.0-1": ("nvidia-network-operator", "26.7.0-1", "v26.7"),
 }
 REPO = Path(__file__).resolve().parents[2]
-RELEASE_CATALOG = REPO / "plugins" / "plugin_utils" / "releases.yml"
+RELEASE_CATALOG = REPO / "plugins" / "plugin_utils" / "releases.json"
 RELEASE_DATA = REPO / "hack" / "release-data.yaml"
 RELEASE_PACKAGES = {
     "network_operator": "nvidia-network-operator",
@@ -234,7 +235,7 @@ def _copy(base: Bundle, csv_name: str, version: str, channel: str) -> Bundle:
 
 def _not_in_shared(real: list[Bundle], pre_releases: list[Bundle]) -> list[Bundle]:
     """The collection's releases and REBUILDS without a bundle in ../shared, as copies."""
-    releases = yaml.safe_load(RELEASE_CATALOG.read_text())
+    releases = json.loads(RELEASE_CATALOG.read_text())
     wanted = dict(REBUILDS)
     for key, package in RELEASE_PACKAGES.items():
         for release, data in releases[key].items():

@@ -1,4 +1,4 @@
-"""The release catalog (plugins/plugin_utils/releases.yml) is what hack/generate_release_catalog.py
+"""The release catalog (plugins/plugin_utils/releases.json) is what hack/generate_release_catalog.py
 writes from the release data, so it cannot drift from ../shared's data or hack/release-data.yaml;
 and its upgrade graphs are the certified catalog templates' channels, with the newer entries
 added, such that every release a catalog carries has a supported way to the newest one there."""
