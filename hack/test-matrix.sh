@@ -62,13 +62,17 @@ while read -r minor package; do
   if [ -n "${wanted}" ] && [[ " ${wanted} " != *" ${minor} "* ]]; then continue; fi
   venv="${cache}/ansible-${package}-py$("${python}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
   echo "== [test-matrix] ansible-core ${minor} (ansible ${package}) in ${venv}"
-  if [ ! -x "${venv}/bin/ansible-playbook" ]; then
+  # The environment counts as made only when its marker holds the requirements it was made from:
+  # one left half-made (a run cut off during pip install, a requirement changed since) is made anew.
+  wanted_requirements="$(sed "s/^ansible==.*/ansible==${package}/" requirements-test.txt \
+    | grep -v '^-r'; cat requirements.txt)"
+  if [ "$(cat "${venv}/.made-from" 2>/dev/null)" != "${wanted_requirements}" ]; then
+    rm -rf "${venv}"
     "${python}" -m venv "${venv}"
     "${venv}/bin/pip" install --quiet --upgrade pip
-    sed "s/^ansible==.*/ansible==${package}/" requirements-test.txt \
-      | grep -v '^-r' > "${venv}/requirements.txt"
-    cat requirements.txt >> "${venv}/requirements.txt"
+    printf '%s\n' "${wanted_requirements}" > "${venv}/requirements.txt"
     "${venv}/bin/pip" install --quiet -r "${venv}/requirements.txt"
+    printf '%s\n' "${wanted_requirements}" > "${venv}/.made-from"
   fi
   core="$("${venv}/bin/python" -c 'from ansible.release import __version__; print(__version__)')"
   if [[ "${core}" != "${minor}".* ]]; then
