@@ -30,6 +30,10 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import VERIFY_NAMED
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils import floors, nccl, nccl_settings
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.message_size import (
+    MESSAGE_SIZE,
+    bytes_of,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (
     COMPONENT,
     GROUP_LABEL,
@@ -49,8 +53,6 @@ _OUTPUT = re.compile(
     r"\(exit (\d+)\)$",
     re.MULTILINE | re.DOTALL,
 )
-# A message size as all_reduce_perf takes it (-b, -e): bytes, or a number with K, M or G.
-MESSAGE_SIZE = re.compile(r"^([1-9][0-9]*)([KMG]?)$")
 
 
 def _grouped(view: dict) -> bool:
@@ -108,11 +110,6 @@ def _size(name: str, value) -> str:
             f"got {value!r}"
         )
     return text
-
-
-def bytes_of(size: str) -> int:
-    number, unit = MESSAGE_SIZE.match(size).groups()
-    return int(number) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[unit]
 
 
 def objects(

@@ -15,7 +15,7 @@ from typing import Any
 
 from ansible.module_utils.common.yaml import yaml_load
 
-from ..nccl_test import MESSAGE_SIZE, bytes_of
+from ..message_size import MESSAGE_SIZE, bytes_of
 from . import checks
 from .checks import PlanError
 from .inputs import DEFAULTS, PREFIX
