@@ -3,7 +3,11 @@
 A role's task names the role (every step of the table the role runs) or one step; this action
 gives the module:
 - the plan and the preflight verdict of the run so far, as every action of a module that runs
-  the plan gives them (plugin_utils/plan_action.py);
+  the plan gives them (plugin_utils/plan_action.py). Where the play has no plan yet, the action
+  plans from the inventory (every input and setting validated, as gpudirect.rdma.plan does) and
+  returns it as `plan` unless the cluster already is as planned, with the plan's warnings, so
+  that site.yml's first task both plans and checks; a bad value fails with `bad_input` set,
+  before anything is read or written;
 - each step's settings, under the engine's names, from the role variables the step declares
   (steps.base.Setting): the variable when set, else its declared default (which
   roles/<role>/defaults/main.yml repeats, written from it by make docs); bad values fail here,
@@ -12,9 +16,12 @@ gives the module:
   _password when the plan has a pull Secret;
 - the connection options given to the task (or by module_defaults), else those of the
   gpudirect_rdma_kubeconfig, _context, ... variables (plugin_utils/connection.py).
+The run of the whole table (name all) says its one-line message under the task.
 """
 
 from __future__ import annotations
+
+from ansible.utils.display import Display
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
@@ -23,6 +30,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan_action import PlanAction
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import checked_inventory
 
 MODULE = "gpudirect.rdma.step"
 preload(MODULE)
@@ -69,10 +77,13 @@ class ActionModule(PlanAction):
         args = dict(self._task.args)
         try:
             names = table.selected(args.get("name"), args.get("role"))
-            plan = self._plan(args, task_vars)
+            given = self._given_plan(args, task_vars)
+            plan = given or checked_inventory(self._templar, task_vars)["plan"]
             settings = self._settings(names, task_vars)
         except (PlanError, SettingError, ValueError) as error:
-            result.update(failed=True, msg=str(error))
+            result.update(failed=True, msg=str(error), bad_input=True)
+            if isinstance(error, PlanError):
+                result["variable"] = error.variable
             return result
         options = {
             **{key: args[key] for key in ("name", "role") if args.get(key) is not None},
@@ -92,6 +103,7 @@ class ActionModule(PlanAction):
             if not all(login.values()):
                 result.update(
                     failed=True,
+                    bad_input=True,
                     msg=(
                         "gpudirect_rdma_image_registry_username, "
                         "gpudirect_rdma_image_registry_password: the plan has a pull Secret "
@@ -103,4 +115,14 @@ class ActionModule(PlanAction):
         ran = self._run_module(MODULE, options, task_vars)
         # Without its arguments (the whole plan and the login).
         self._keep_verdict(result, ran)
+        # The plan for the roles that run next (site.yml keeps it as a fact), and for the
+        # diagnostics of a failure; a converged run ends here and carries none (0.5 MB at
+        # 1,000 nodes x 8 rails).
+        if not given and not ran.get("converged"):
+            result["plan"] = plan
+        if not given and plan.get("warnings"):
+            result["warnings"] = [*plan["warnings"], *(ran.get("warnings") or [])]
+        if args.get("name") == "all" and ran.get("msg"):
+            host = task_vars.get("inventory_hostname", "localhost")
+            Display().display(f"[{host}] {ran['msg']}")
         return result

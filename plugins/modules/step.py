@@ -65,7 +65,9 @@ options:
     choices: [all, nfd, sriov-network-operator, maintenance-operator, network-operator, nic-node-policies,
               machine-config, nic-configuration, gpu-operator, shared-device, host-device, sriov-legacy]
   plan:
-    description: The plan M(gpudirect.rdma.plan) returns. The action plugin fills it in.
+    description: The plan M(gpudirect.rdma.plan) returns. The action plugin fills it in, from
+      C(gpudirect_rdma_plan), else by planning from the inventory's variables as
+      M(gpudirect.rdma.plan) does.
     type: dict
     required: true
   settings:
@@ -138,6 +140,12 @@ findings:
   returned: always
   type: list
   elements: dict
+plan:
+  description: The plan the action made from the inventory, where neither the task (C(plan)) nor
+    the play (C(gpudirect_rdma_plan)) gave one, as C(gpudirect.rdma.plan) returns it; site.yml's
+    first task plans so. Left out when the cluster already is as planned.
+  returned: when planned here and not converged
+  type: dict
 preflight:
   description:
     - The preflight verdict of the run, for the next (O(preflight)); the action plugin also sets

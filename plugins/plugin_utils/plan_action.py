@@ -28,12 +28,16 @@ class PlanAction(ModuleAction):
 
     def _plan(self, args: dict, task_vars: dict) -> dict:
         """The task's plan, else the play's, else the plan of the inventory (PlanError)."""
+        return (
+            self._given_plan(args, task_vars) or checked_inventory(self._templar, task_vars)["plan"]
+        )
+
+    def _given_plan(self, args: dict, task_vars: dict) -> dict | None:
+        """The task's plan, else the play's, else None."""
         if args.get("plan"):
             return plain(args["plan"])
         plan = self._var(task_vars, "gpudirect_rdma_plan")
-        if plan:
-            return plain(plan)
-        return checked_inventory(self._templar, task_vars)["plan"]
+        return plain(plan) if plan else None
 
     def _verdict(self, args: dict, task_vars: dict):
         return args.get("preflight", self._var(task_vars, PREFLIGHT_FACT))

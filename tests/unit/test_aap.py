@@ -95,12 +95,25 @@ def readers(playbook: str) -> set[str]:
     roles = set(re.findall(r"gpudirect\.rdma\.([a-z_]+)", text)) & {
         path.name for path in (REPO_ROOT / "roles").iterdir()
     }
-    plans = "gpudirect.rdma.plan" in text or any(
-        "gpudirect.rdma.plan" in path.read_text()
+    texts = [text] + [
+        path.read_text()
         for role in roles
         for path in (REPO_ROOT / "roles" / role / "tasks").glob("*.yml")
-    )
+    ]
+    plans = any(f"gpudirect.rdma.{module}" in each for module in PLANNERS for each in texts)
     return roles | ({"plan"} if plans else set())
+
+
+def planners() -> set[str]:
+    """The modules whose action plans from the inventory when the play has no plan."""
+    return {
+        path.stem
+        for path in (REPO_ROOT / "plugins" / "action").glob("*.py")
+        if {"checked_inventory", "PlanAction"} & set(re.findall(r"\w+", path.read_text()))
+    }
+
+
+PLANNERS = planners()
 
 
 def documented_choices(option: dict) -> list[str]:
