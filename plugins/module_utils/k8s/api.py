@@ -18,6 +18,7 @@ import os
 import socket
 import ssl
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -384,8 +385,9 @@ class _Tls(http.client.HTTPSConnection):
 
 
 class Api:
-    """Requests to one API server over one kept-alive connection (the modules make one request at
-    a time); JSON in and out."""
+    """Requests to one API server over a kept-alive connection per thread (the modules make one
+    request at a time, but for the reads made several at a time: reads.Reads.prefetch); JSON in
+    and out."""
 
     def __init__(self, found: Settings, request_timeout: float = REQUEST_TIMEOUT):
         self.settings = found
@@ -407,8 +409,16 @@ class Api:
         elif found.username and found.password:
             pair = f"{found.username}:{found.password}".encode()
             self._headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
-        self._connection: http.client.HTTPConnection | None = None
+        self._local = threading.local()  # the connection of each thread
         self.sleep = time.sleep
+
+    @property
+    def _connection(self) -> http.client.HTTPConnection | None:
+        return getattr(self._local, "connection", None)
+
+    @_connection.setter
+    def _connection(self, connection: http.client.HTTPConnection | None) -> None:
+        self._local.connection = connection
 
     def _connect(self, timeout: float) -> http.client.HTTPConnection:
         found = self.settings
@@ -521,6 +531,7 @@ class Api:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
+        """Close the calling thread's connection."""
         if self._connection is not None:
             self._connection.close()
             self._connection = None

@@ -214,6 +214,10 @@ class Cluster:
     def server(self) -> str:
         return self.api.server
 
+    def close(self) -> None:
+        """Close the calling thread's connection."""
+        self.api.close()
+
     @contextlib.contextmanager
     def requesting(self, request: str):
         """Remember request; turn a connection error into ApiFailure naming it and the

@@ -127,6 +127,15 @@ class Engine:
     # -- the steps ----------------------------------------------------------------------------
     def run(self, names: list[str]) -> None:
         self.check()
+        if self.check_mode:  # the operators' CSVs the steps judge, several at a time
+            steps = [table.step(name) for name in names]
+            operators = [
+                o
+                for step in steps
+                if step.enabled(self.plan)
+                for o in table.operator_objects(self.plan, step)
+            ]
+            self.reads.prefetch(olm.csv_reads(self.reads, operators))
         for name in names:
             self._run_step(table.step(name))
 

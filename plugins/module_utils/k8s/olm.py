@@ -273,6 +273,21 @@ def install(
     return result
 
 
+def csv_reads(cluster, objects: list[dict]) -> list[tuple]:
+    """The reads of the CSVs that wait_for_csv will make for the Subscriptions of objects, as
+    they stand now (for a prefetch: reads.Reads.prefetch)."""
+    found = []
+    for subscription in objects:
+        if subscription["kind"] != "Subscription":
+            continue
+        name, namespace = subscription["metadata"]["name"], subscription["metadata"]["namespace"]
+        status = (cluster.get(OLM, "Subscription", name, namespace) or {}).get("status") or {}
+        csv_name = status.get("installedCSV") or status.get("currentCSV")
+        if csv_name:
+            found.append((OLM, "ClusterServiceVersion", csv_name, namespace, None))
+    return found
+
+
 def installed_elsewhere(cluster, settings: dict) -> str | None:
     """A Subscription to the operator's package that the collection did not create, in any
     namespace (somebody installed the operator already): what it is, or None. Such an operator

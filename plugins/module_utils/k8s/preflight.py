@@ -482,6 +482,13 @@ def gather(cluster, plan: dict, objects: list[dict], checks: list[Check] | None 
     not_served: set[tuple[str, str]] = set()
     reads = _reads(plan, objects, checks)
     listed = {(r.api_version, r.kind) for r in reads if r.name is None and not r.label_selector}
+    prefetch = getattr(cluster, "prefetch", None)
+    if prefetch:  # several at a time; a read that depends on what others find waits for them
+        prefetch(
+            (r.api_version, r.kind, r.name, r.namespace, r.label_selector)
+            for r in reads
+            if not r.unless and (r.name is None or (r.api_version, r.kind) not in listed)
+        )
     seen: set[tuple] = set()
     # In the checks' order (the first read says whether this is OpenShift at all); an object of a
     # kind that is listed comes with the list.

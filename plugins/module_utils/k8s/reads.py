@@ -15,6 +15,10 @@ This is how a converged re-run of site.yml decides everything in about one reque
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import threading
+
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
@@ -31,6 +35,9 @@ except ImportError:  # pragma: no cover - kubernetes.core is a dependency of the
     LabelSelectorFilter = None
 
 OWNED = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+# The connections (and threads) of a prefetch: the API server answers several reads at once, and
+# a network's round trips overlap.
+PREFETCH_CONNECTIONS = 4
 # Kinds of which the collection creates objects: a get lists the collection's objects of the
 # kind once, so every planned object of it costs one request together.
 MANAGED_KINDS = frozenset(managed_kinds())
@@ -113,6 +120,75 @@ class Reads:
         if key not in self._all and OWNED in requirements(label_selector):
             return matching(self.owned(api_version, kind), namespace, label_selector)
         return matching(self._list_once(self._all, key), namespace, label_selector)
+
+    def prefetch(self, reads) -> None:
+        """Make the requests that reads (each api_version, kind, name, namespace, label_selector;
+        name None for a list) come down to, PREFETCH_CONNECTIONS at a time, and keep their
+        answers, so that the same reads made next, one by one, ask nothing more. Nothing is kept
+        of a request that fails: the read made next asks again, and its error is the caller's."""
+        jobs = [job for job in dict.fromkeys(self._request_of(*read) for read in reads) if job]
+        # A kind listed whole answers the reads of the collection's objects of it too.
+        jobs = [job for job in jobs if job[0] != "owned" or ("all", job[1]) not in jobs]
+        if len(jobs) < 2:
+            return
+        waiting: queue.SimpleQueue = queue.SimpleQueue()
+        for job in jobs:
+            waiting.put(job)
+
+        def work() -> None:
+            try:
+                while True:
+                    try:
+                        job = waiting.get_nowait()
+                    except queue.Empty:
+                        return
+                    # A failure is asked again by the read made next, which raises it.
+                    with contextlib.suppress(Exception):
+                        self._fetch(*job)
+            finally:
+                close = getattr(self.cluster, "close", None)
+                if close:
+                    close()  # this thread's connection
+
+        threads = [
+            threading.Thread(target=work, daemon=True)
+            for _ in range(min(PREFETCH_CONNECTIONS, len(jobs)))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _request_of(self, api_version, kind, name=None, namespace=None, label_selector=None):
+        """The request a read comes down to (as list and get make it), or None when its answer
+        is kept already."""
+        key = (api_version, kind)
+        if key in self._all:
+            return None
+        if name is None:
+            if OWNED in requirements(label_selector):
+                return None if key in self._owned else ("owned", key)
+            return ("all", key)
+        if key in MANAGED_KINDS:
+            return None if key in self._owned else ("owned", key)
+        if key in LISTED_BY_NAMESPACE and namespace:
+            return (
+                None
+                if (*key, namespace) in self._in_namespace
+                else ("namespace", (*key, namespace))
+            )
+        named = (api_version, kind, name, namespace)
+        return None if named in self._named else ("named", named)
+
+    def _fetch(self, store: str, key: tuple) -> None:
+        if store == "all":
+            self._list_once(self._all, key)
+        elif store == "owned":
+            self._list_once(self._owned, key, label_selector=OWNED)
+        elif store == "namespace":
+            self._list_once(self._in_namespace, key, namespace=key[2])
+        else:
+            self._named[key] = self.cluster.get(*key)
 
     def owned(self, api_version: str, kind: str) -> list[dict]:
         """The collection's objects of the kind: from the whole kind's list when there is one,

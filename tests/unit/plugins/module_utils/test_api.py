@@ -197,6 +197,29 @@ def test_requests_keep_one_connection_and_open_another_when_the_server_closes_it
     assert (raised.value.status, raised.value.path) == (404, "/missing")
 
 
+def test_each_thread_asks_on_a_connection_of_its_own_and_closes_it(server):
+    connection = api.Api(api.Settings(server=server, token="t"))  # noqa: S106
+    connection.request("GET", "/main")
+    mine = connection._connection
+    seen = {}
+
+    def other():
+        connection.request("GET", "/other")
+        seen["connection"] = connection._connection
+        connection.close()
+        seen["after close"] = connection._connection
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert seen["connection"] is not None and seen["connection"] is not mine
+    assert seen["after close"] is None
+    assert connection._connection is mine  # the other thread's close left this one open
+    connection.request("GET", "/main-again")
+    assert connection._connection is mine
+    assert [path for path, _auth in Handler.answered] == ["/main", "/other", "/main-again"]
+
+
 def test_an_answer_asking_to_come_back_later_is_asked_again(server):
     connection = api.Api(api.Settings(server=server))
     waits = []

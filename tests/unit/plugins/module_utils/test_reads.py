@@ -3,6 +3,9 @@ counts its requests."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
@@ -10,7 +13,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
     MANAGED_BY_LABEL,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
-from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import OWNED, Reads
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import (
+    OWNED,
+    PREFETCH_CONNECTIONS,
+    Reads,
+)
 
 NAD = ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition")
 POLICY = ("mellanox.com/v1alpha1", "NicClusterPolicy")
@@ -111,3 +118,100 @@ def test_a_kind_not_served_is_asked_once_and_says_so_each_time():
         with pytest.raises(NotServed):
             reads.get(*NAD, name, "gpudirect-rdma")
     assert len(cluster.requests) == 1
+
+
+class Slow(Counting):
+    """Counting, where each request takes 50 ms and the requests of its threads are counted;
+    a kind in failing answers with an error."""
+
+    def __init__(self, objects, not_served=(), failing=()):
+        super().__init__(objects, not_served)
+        self.failing = set(failing)
+        self.threads: set[str] = set()
+        self.closed: list[str] = []
+        self.lock = threading.Lock()
+
+    def _asked(self, api_version, kind):
+        with self.lock:
+            self.threads.add(threading.current_thread().name)
+        time.sleep(0.05)
+        if (api_version, kind) in self.failing:
+            self.requests.append(("failed", kind))
+            raise ConnectionResetError("the API server went away")
+
+    def list(self, api_version, kind, namespace=None, label_selector=None):
+        self._asked(api_version, kind)
+        return super().list(api_version, kind, namespace, label_selector)
+
+    def get(self, api_version, kind, name, namespace=None):
+        self._asked(api_version, kind)
+        return super().get(api_version, kind, name, namespace)
+
+    def close(self):
+        self.closed.append(threading.current_thread().name)
+
+
+def reads_of_a_run() -> list[tuple]:
+    """Eight reads as a converged run makes them: whole kinds, the collection's objects of a kind,
+    objects by name, a namespace's networks."""
+    return [
+        (*POLICY, None, None, None),
+        (*POLICY, "nic-cluster-policy", None, None),  # the whole list answers it
+        (*NAD, "rdma-rail-0", "gpudirect-rdma", None),
+        (*NAD, "rdma-rail-1", "gpudirect-rdma", None),  # the same namespace's list
+        (*SECRET, "pull", "gpudirect-rdma", None),
+        ("v1", "Node", None, None, None),
+        ("v1", "Namespace", None, None, OWNED),
+        ("nvidia.com/v1", "ClusterPolicy", "gpu-cluster-policy", None, None),
+    ]
+
+
+def test_a_prefetch_asks_several_at_a_time_and_the_reads_after_it_ask_nothing():
+    cluster = Slow(
+        {
+            POLICY: [item("nic-cluster-policy", labels=OURS)],
+            NAD: [item("rdma-rail-0", "gpudirect-rdma"), item("rdma-rail-1", "gpudirect-rdma")],
+            ("v1", "Node"): [item("worker-0")],
+            ("v1", "Namespace"): [item("gpudirect-rdma", labels=OURS)],
+            ("nvidia.com/v1", "ClusterPolicy"): [item("gpu-cluster-policy", labels=OURS)],
+        }
+    )
+    reads = Reads(cluster)
+    began = time.monotonic()
+    reads.prefetch(reads_of_a_run())
+    seconds = time.monotonic() - began
+    # six requests of 50 ms: one after the other 0.3 s, four at a time two rounds
+    assert sorted(cluster.requests) == sorted(
+        [
+            ("list", "NicClusterPolicy", None, None),
+            ("list", "NetworkAttachmentDefinition", "gpudirect-rdma", None),
+            ("get", "Secret", "gpudirect-rdma", "pull"),
+            ("list", "Node", None, None),
+            ("list", "Namespace", None, OWNED),
+            ("list", "ClusterPolicy", None, OWNED),
+        ]
+    )
+    assert seconds < 0.25, seconds
+    assert len(cluster.threads) == PREFETCH_CONNECTIONS
+    assert sorted(cluster.closed) == sorted(cluster.threads)  # each thread's connection closed
+    asked = len(cluster.requests)
+    assert reads.get(*POLICY, "nic-cluster-policy")["kind"] == "NicClusterPolicy"
+    assert reads.get(*NAD, "rdma-rail-1", "gpudirect-rdma") is not None
+    assert reads.get(*SECRET, "pull", "gpudirect-rdma") is None
+    assert [o["metadata"]["name"] for o in reads.list("v1", "Node")] == ["worker-0"]
+    assert reads.get("nvidia.com/v1", "ClusterPolicy", "gpu-cluster-policy") is not None
+    assert len(cluster.requests) == asked
+    reads.prefetch(reads_of_a_run())  # all kept: nothing asked again
+    assert len(cluster.requests) == asked
+
+
+def test_a_prefetched_request_that_failed_is_asked_again_by_the_read_that_needs_it():
+    cluster = Slow({POLICY: [item("nic-cluster-policy")]}, not_served={NAD}, failing={POLICY})
+    reads = Reads(cluster)
+    reads.prefetch([(*POLICY, None, None, None), (*NAD, None, None, None)])
+    cluster.failing.clear()
+    assert len(reads.list(*POLICY)) == 1  # asked again
+    with pytest.raises(NotServed):  # kept: a kind not served is an answer
+        reads.list(*NAD)
+    assert [r[1] for r in cluster.requests].count("NicClusterPolicy") == 2
+    assert [r[1] for r in cluster.requests].count("NetworkAttachmentDefinition") == 1
