@@ -44,7 +44,19 @@ class CachedSourceFinder:
         return None
 
 
+# Ansible's collection finder, told by its class's name: importing it (ansible.utils) is not
+# allowed to module_utils, and no module outside the controller has it.
+ANSIBLE_FINDER = "_AnsibleCollectionFinder"
+
+
 def install() -> None:
-    """Put the finder first on sys.meta_path, once a process."""
-    if not any(isinstance(finder, CachedSourceFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, CachedSourceFinder())
+    """Put the finder on sys.meta_path just before Ansible's collection finder, once a process
+    (where Ansible's is first, as in ansible-playbook, it becomes first; finders put before
+    Ansible's by others, ansible-test's, stay first). Without Ansible's finder, nothing: the
+    collection's modules are loaded by whatever else finds them."""
+    if any(isinstance(finder, CachedSourceFinder) for finder in sys.meta_path):
+        return
+    for index, finder in enumerate(sys.meta_path):
+        if type(finder).__name__ == ANSIBLE_FINDER:
+            sys.meta_path.insert(index, CachedSourceFinder())
+            return

@@ -150,10 +150,8 @@ class Reads:
                 if close:
                     close()  # this thread's connection
 
-        threads = [
-            threading.Thread(target=work, daemon=True)
-            for _ in range(min(PREFETCH_CONNECTIONS, len(jobs)))
-        ]
+        count = min(PREFETCH_CONNECTIONS, len(jobs))
+        threads = [threading.Thread(target=work, daemon=True) for _number in range(count)]
         for thread in threads:
             thread.start()
         for thread in threads:

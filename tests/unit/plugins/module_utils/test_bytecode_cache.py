@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.bytecode_cache import (
+    ANSIBLE_FINDER,
     PACKAGE,
     CachedSourceFinder,
+    install,
 )
 from tests.harness.controlplane import REPO_ROOT
 
@@ -92,3 +94,30 @@ def test_an_ansible_run_writes_the_bytecode_once_and_reads_it_after(tmp_path):
     os.utime(cached, ns=(written, written))
     assert run_import(collections) == [loader, cached]
     assert Path(cached).stat().st_mtime_ns == written  # read, not written again
+
+
+def test_the_finder_goes_just_before_ansibles_and_leaves_what_is_first_in_front():
+    """ansible-test's import sanity test puts its own finder first and requires it to stay
+    there; ansible-playbook has Ansible's first. Told by its class's name, Ansible's finder must
+    be found on the ansible-core under test (else the cache is silently off)."""
+    from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+
+    assert _AnsibleCollectionFinder.__name__ == ANSIBLE_FINDER
+    ansible = next(f for f in sys.meta_path if type(f).__name__ == ANSIBLE_FINDER)
+    first = type("First", (), {"find_spec": staticmethod(lambda *_args: None)})()
+    saved = list(sys.meta_path)
+    try:
+        sys.meta_path[:] = [first, ansible, *(f for f in saved if f is not ansible)]
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, CachedSourceFinder)]
+        install()
+        install()  # once
+        assert sys.meta_path[0] is first
+        assert isinstance(sys.meta_path[1], CachedSourceFinder)
+        assert sys.meta_path[2] is ansible
+        assert sum(isinstance(f, CachedSourceFinder) for f in sys.meta_path) == 1
+        sys.meta_path[:] = [f for f in saved if type(f).__name__ != ANSIBLE_FINDER]
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, CachedSourceFinder)]
+        install()  # no Ansible finder: nothing
+        assert not any(isinstance(f, CachedSourceFinder) for f in sys.meta_path)
+    finally:
+        sys.meta_path[:] = saved
