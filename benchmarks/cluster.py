@@ -74,7 +74,7 @@ GATE_TASK = (
     "NVIDIA Network Operator - operator through OLM, its NicClusterPolicy and NicNodePolicies, "
     "ready"
 )
-ROUNDS = 7
+ROUNDS = 11
 GATE_TIMEOUT = 1800
 SCALE_NODES = 1000
 
@@ -268,21 +268,16 @@ def debug_playbook(path: Path) -> Path:
 
 
 def floor_playbooks(work: Path) -> dict[str, Path]:
-    """Two playbooks of the converged site.yml's shape (five tasks: three actions, a debug line,
-    meta: end_play), to tell what its time over one debug task is made of: five_tasks (three
-    set_fact) is Ansible's own cost of five tasks; five_tasks_code has as its first task an
-    action that only imports the collection's code as the converged run does
-    (action_plugins/import_collection_code.py, beside the playbook), which Ansible's collection
-    loader compiles from source in every run."""
+    """Two playbooks of the converged site.yml's shape (two tasks: an action, then meta:
+    end_play), to tell what its time over one debug task is made of: two_tasks (a set_fact) is
+    Ansible's own cost of the two tasks; two_tasks_code has as its first task an action that
+    only imports the collection's code as the converged run does
+    (action_plugins/import_collection_code.py, beside the playbook), from Python's bytecode
+    cache once it is written (plugins/module_utils/bytecode_cache.py)."""
     shutil.copytree(Path(__file__).parent / "action_plugins", work / "action_plugins")
-    facts = [{"name": f"Fact {n}", "ansible.builtin.set_fact": {f"fact_{n}": n}} for n in (1, 2)]
-    tail = [
-        {"name": "Say", "ansible.builtin.debug": {"msg": "x"}},
-        {"name": "End", "ansible.builtin.meta": "end_play"},
-    ]
     firsts = {
-        "five_tasks": {"name": "Fact 0", "ansible.builtin.set_fact": {"fact_0": 0}},
-        "five_tasks_code": {"name": "Import the code", "import_collection_code": {}},
+        "two_tasks": {"name": "Fact", "ansible.builtin.set_fact": {"fact": 0}},
+        "two_tasks_code": {"name": "Import the code", "import_collection_code": {}},
     }
     paths = {}
     for name, first in firsts.items():
@@ -291,7 +286,7 @@ def floor_playbooks(work: Path) -> dict[str, Path]:
             "hosts": "localhost",
             "connection": "local",
             "gather_facts": False,
-            "tasks": [first, *facts, *tail],
+            "tasks": [first, {"name": "End", "ansible.builtin.meta": "end_play"}],
         }
         paths[name] = work / f"{name}.yml"
         paths[name].write_text(yaml.safe_dump([play], sort_keys=False))
@@ -331,8 +326,8 @@ def side_by_side(plane, kubectl: str, inventory_dir: Path, work: Path, extra: li
     walls: dict[str, list[float]] = {
         "site": [],
         "debug": [],
-        "five_tasks": [],
-        "five_tasks_code": [],
+        "two_tasks": [],
+        "two_tasks_code": [],
         "k8s_task": [],
         "floor": [],
     }
@@ -361,15 +356,19 @@ def side_by_side(plane, kubectl: str, inventory_dir: Path, work: Path, extra: li
         )
         walls["floor"].append(timed(apply)[0])
     medians = {name: round(median(values), 2) for name, values in walls.items()}
+    # The fastest of each: the run the machine's other work disturbed least.
+    best = {name: round(min(values), 2) for name, values in walls.items()}
     return {
         "rounds": ROUNDS,
         "medians": medians,
+        "best": best,
         "walls": {name: [round(v, 2) for v in values] for name, values in walls.items()},
         "site_writes": writes,
         "site_over_k8s_task": round(medians["site"] / medians["k8s_task"], 2),
         "site_over_debug": round(medians["site"] / medians["debug"], 2),
-        "five_tasks_over_debug": round(medians["five_tasks"] / medians["debug"], 2),
-        "five_tasks_code_over_debug": round(medians["five_tasks_code"] / medians["debug"], 2),
+        "best_site_over_debug": round(best["site"] / best["debug"], 2),
+        "two_tasks_over_debug": round(medians["two_tasks"] / medians["debug"], 2),
+        "two_tasks_code_over_debug": round(medians["two_tasks_code"] / medians["debug"], 2),
     }
 
 
@@ -382,7 +381,7 @@ def rerun(plane, harness, kubectl: str, work: Path, methods) -> dict:
         measured["side_by_side"] = side_by_side(plane, kubectl, inventory(name), work / name, [])
         results[name] = measured
     print(
-        f"\n{'converged re-run':<22}{'site s':>8}{'debug s':>9}{'site/debug':>11}"
+        f"\n{'converged re-run':<22}{'site s':>8}{'debug s':>9}{'site/debug':>11}{'best':>6}"
         f"{'k8s task s':>12}{'floor s':>9}{'site/k8s':>10}"
         f"{'modules':>9}{'requests':>10}{'writes':>8}   (medians of {ROUNDS}, in turn)"
     )
@@ -390,7 +389,8 @@ def rerun(plane, harness, kubectl: str, work: Path, methods) -> dict:
         side = r["side_by_side"]
         print(
             f"{name:<22}{side['medians']['site']:>8.2f}{side['medians']['debug']:>9.2f}"
-            f"{side['site_over_debug']:>11.2f}{side['medians']['k8s_task']:>12.2f}"
+            f"{side['site_over_debug']:>11.2f}{side['best_site_over_debug']:>6.2f}"
+            f"{side['medians']['k8s_task']:>12.2f}"
             f"{side['medians']['floor']:>9.2f}{side['site_over_k8s_task']:>10.2f}"
             f"{r['module_invocations']:>9}{r['requests']:>10}{r['writes'] + side['site_writes']:>8}"
         )
@@ -402,10 +402,10 @@ def rerun(plane, harness, kubectl: str, work: Path, methods) -> dict:
         )
         side = r["side_by_side"]
         print(
-            f"    the same five tasks as site's converged run: {side['medians']['five_tasks']} s "
-            f"({side['five_tasks_over_debug']}x debug); with the collection's code imported "
-            f"(nothing done): {side['medians']['five_tasks_code']} s "
-            f"({side['five_tasks_code_over_debug']}x debug)"
+            f"    two tasks as site's converged run: {side['medians']['two_tasks']} s "
+            f"({side['two_tasks_over_debug']}x debug); with the collection's code imported "
+            f"(nothing done): {side['medians']['two_tasks_code']} s "
+            f"({side['two_tasks_code_over_debug']}x debug)"
         )
         print(f"    every round: {r['side_by_side']['walls']}")
         print(f"    requests by resource: {r['requests_by_resource']}")

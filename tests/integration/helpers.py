@@ -20,9 +20,11 @@ def playbook_command(playbook: Path, *args: str) -> list[str]:
 
 def playbook_env(kubeconfig: Path, **extra: str) -> dict:
     """The environment of a playbook run: the kubeconfig, this repository's ansible.cfg, no
-    colour; extra variables on top (a stdout callback, say)."""
+    colour; extra variables on top (a stdout callback, say). Without PYTHONDONTWRITEBYTECODE,
+    as Python runs by default: the collection's code is compiled once for every run
+    (plugins/module_utils/bytecode_cache.py), not once per run."""
     return {
-        **os.environ,
+        **{key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"},
         "K8S_AUTH_KUBECONFIG": str(kubeconfig),
         "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
         "ANSIBLE_FORCE_COLOR": "0",
