@@ -29,48 +29,17 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import (
     preload,
 )
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan_action import PlanAction
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan_action import (
+    PlanAction,
+    SettingError,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import checked_inventory
 
 MODULE = "gpudirect.rdma.step"
 preload(MODULE)
-TYPES = {"int": int, "float": float}
-
-
-class SettingError(ValueError):
-    pass
-
-
-def check_setting(setting: table.Setting, value):
-    """value as the step's setting declares it, or SettingError naming its variable."""
-    kind, low = TYPES[setting.type], setting.minimum
-    expected = (
-        f"a whole number of {low} or more"
-        if kind is int
-        else f"a number of {setting.unit} of {low} or more"
-    )
-    try:
-        number = kind(str(value).strip()) if not isinstance(value, bool) else None
-    except (TypeError, ValueError):
-        number = None
-    if number is None or number < low:
-        raise SettingError(f"{setting.variable}: got {value!r}; expected {expected}")
-    return number
 
 
 class ActionModule(PlanAction):
-    def _settings(self, names: list[str], task_vars: dict) -> dict:
-        found = {}
-        for name in names:
-            values = {}
-            for setting in table.step(name).settings:
-                if setting.variable in task_vars:
-                    value = self._var(task_vars, setting.variable)
-                    if value is not None:
-                        values[setting.key] = check_setting(setting, value)
-            found[name] = values
-        return found
-
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -79,7 +48,7 @@ class ActionModule(PlanAction):
             names = table.selected(args.get("name"), args.get("role"))
             given = self._given_plan(args, task_vars)
             plan = given or checked_inventory(self._templar, task_vars)["plan"]
-            settings = self._settings(names, task_vars)
+            settings = self._step_settings(names, task_vars)
         except (PlanError, SettingError, ValueError) as error:
             result.update(failed=True, msg=str(error), bad_input=True)
             if isinstance(error, PlanError):

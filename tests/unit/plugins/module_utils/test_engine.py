@@ -13,11 +13,7 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.gpudirect.rdma.plugins.action.step import (
-    ActionModule,
-    SettingError,
-    check_setting,
-)
+from ansible_collections.gpudirect.rdma.plugins.action.step import ActionModule
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import group_plans
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
@@ -35,6 +31,10 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.engine import (
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps.gpu_operator import OSTREE_LABEL
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan_action import (
+    SettingError,
+    check_setting,
+)
 from tests.unit.inventories import inputs as inventory_inputs
 from tests.unit.inventories import mixed_groups
 
