@@ -227,13 +227,25 @@ def key_of(obj: dict) -> tuple:
 class Applier:
     """Applies lists of objects through a Cluster; collects results and diffs."""
 
-    def __init__(self, cluster, check_mode: bool, take_over: bool = False, progress=SILENT):
+    def __init__(
+        self,
+        cluster,
+        check_mode: bool,
+        take_over: bool = False,
+        progress=SILENT,
+        server_dry_run: bool = True,
+    ):
         self.cluster = cluster
         self.check_mode = check_mode
+        # In check mode, ask the API server what it would store (a dry-run apply, which the
+        # authorizer judges as a write); False: compare only, reading (drift.yml's survey).
+        self.server_dry_run = server_dry_run
         self.take_over = take_over
         self.progress = progress
         self.results: list[dict] = []
         self.diffs: list[dict] = []
+        # Each object decided, with the live copy it was decided on (None: not there).
+        self.compared: list[tuple[dict, dict | None]] = []
 
     @property
     def changed(self) -> bool:
@@ -270,6 +282,7 @@ class Applier:
             elif live is not None and not owned_by_collection(live):
                 foreign.append(identity(obj))
             action, reasons = decide(obj, live)
+            self.compared.append((obj, live))
             plans.append((obj, live, action, reasons, True))
         if foreign and not self.take_over:
             raise ForeignObjects(foreign)
@@ -280,7 +293,8 @@ class Applier:
             if action != "unchanged":
                 # In check mode the API server cannot judge an object of a kind it does not
                 # serve yet, nor one in a namespace the run would create first.
-                judged = served and self._namespace_exists(obj)
+                judged = served and (not self.check_mode or self.server_dry_run)
+                judged = judged and self._namespace_exists(obj)
                 if not self.check_mode and not served:
                     self._wait_until_gone(obj)
                 try:

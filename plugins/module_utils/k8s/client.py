@@ -27,6 +27,9 @@ FIELD_MANAGER = "gpudirect.rdma"
 # site.yml, verify.yml and uninstall.yml without being a cluster administrator.
 RBAC_FILE = "rbac/gpudirect-rdma-installer.yaml"
 RBAC_BINDING_FILE = "rbac/gpudirect-rdma-installer-binding.yaml"
+# What drift.yml needs: reads only.
+VIEWER_RBAC_FILE = "rbac/gpudirect-rdma-viewer.yaml"
+VIEWER_ROLE = "gpudirect-rdma-viewer"
 CLUSTER_ROLE = "gpudirect-rdma-installer"
 VERIFY_ROLE = "gpudirect-rdma-verify"
 
@@ -101,14 +104,19 @@ class Forbidden(Exception):
             where = f" named {self.namespace}"
         if not found:
             # Not the authorizer: an admission plugin (a namespace being terminated, a quota).
-            super().__init__(
+            self.refused = (
                 f"forbidden: the API server refused to {self.verb} {self.resource}: "
                 f"{self.server_message}"
             )
+            super().__init__(self.refused)
             return
-        super().__init__(
+        # What was refused, without what to grant (drift.yml names its own read-only role).
+        self.refused = (
             f"forbidden: the API server does not allow {who} to {self.verb} {self.resource}"
-            f"{where} ({self.server_message}). gpudirect.rdma needs the ClusterRole "
+            f"{where} ({self.server_message})"
+        )
+        super().__init__(
+            f"{self.refused}. gpudirect.rdma needs the ClusterRole "
             f"{CLUSTER_ROLE} and, in the namespace of the bandwidth test's pods, the Role "
             f"{VERIFY_ROLE}: both are in {RBAC_FILE} in the collection (oc apply -n "
             f"<that namespace> -f {RBAC_FILE}); bind them to this user, as "

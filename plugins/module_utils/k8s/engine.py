@@ -15,6 +15,7 @@ a converged cluster, which is how site.yml decides, in one module run, that it h
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
@@ -22,8 +23,11 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import olm, pre
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
     FIELD_MANAGER,
     Applier,
+    ForeignObjects,
+    Refused,
     adopting,
 )
+from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import NotServed
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.progress import SILENT
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import Reads
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.secrets import registry_secret
@@ -94,6 +98,8 @@ class Engine:
         self.sleep = sleep
         # Hears of every long wait (k8s.progress): a gate, a CSV, a deletion, a discovery.
         self.progress = progress
+        # Check mode asks the API server for a dry run of what would change; a survey only reads.
+        self.server_dry_run = True
         self.applier = Applier(self.reads, check_mode, take_over, progress)
         # An earlier run's preflight verdict for this plan (preflight.verdict): only the checks
         # it left skipped are judged again.
@@ -127,17 +133,52 @@ class Engine:
     # -- the steps ----------------------------------------------------------------------------
     def run(self, names: list[str]) -> None:
         self.check()
-        if self.check_mode:  # the operators' CSVs the steps judge, several at a time
-            steps = [table.step(name) for name in names]
-            operators = [
-                o
-                for step in steps
-                if step.enabled(self.plan)
-                for o in table.operator_objects(self.plan, step)
-            ]
-            self.reads.prefetch(olm.csv_reads(self.reads, operators))
+        self._prefetch_csvs(names)
         for name in names:
             self._run_step(table.step(name))
+
+    def survey(self, names: list[str]) -> None:
+        """Check mode over the steps, none stopping the others (drift.yml's report of all that
+        differs), reading only: a preflight error stays in findings, and a step that cannot be
+        judged (OLM refuses, a kind is not served) keeps its error in its record, with what it
+        judged before it."""
+        if not self.check_mode:
+            raise ValueError("a survey runs in check mode only")
+        # Reads only: an object that differs is compared, not dry-run applied (a write to the
+        # authorizer), so that a read-only role may run it.
+        self.server_dry_run = self.applier.server_dry_run = False
+        with contextlib.suppress(PreflightFailed):  # its findings are the survey's
+            self.check()
+        self._prefetch_csvs(names)
+        for name in names:
+            step = table.step(name)
+            first = len(self.applier.results)
+            try:
+                self._run_step(step)
+            except (olm.OlmError, Refused, ForeignObjects, NotServed) as error:
+                self.steps.append(
+                    {
+                        "step": step.name,
+                        "title": step.title,
+                        "component": step.component,
+                        "results": self.applier.results[first:],
+                        "gates": [],
+                        "error": str(error),
+                    }
+                )
+
+    def _prefetch_csvs(self, names: list[str]) -> None:
+        """In check mode, the operators' CSVs the steps judge, several at a time."""
+        if not self.check_mode:
+            return
+        steps = [table.step(name) for name in names]
+        operators = [
+            o
+            for step in steps
+            if step.enabled(self.plan)
+            for o in table.operator_objects(self.plan, step)
+        ]
+        self.reads.prefetch(olm.csv_reads(self.reads, operators))
 
     def _settings(self, step: table.Step) -> dict:
         """The step's settings: as given (the role variables), else as the step declares them."""
@@ -243,7 +284,9 @@ class Engine:
     def _install(self, step: table.Step, settings: dict) -> dict:
         objects = table.operator_objects(self.plan, step)
         reader = self.reads if self.check_mode else self.cluster
-        applier = Applier(self.reads, self.check_mode, self.take_over, self.progress)
+        applier = Applier(
+            self.reads, self.check_mode, self.take_over, self.progress, self.server_dry_run
+        )
         installed = olm.install(
             reader,
             applier,
@@ -255,6 +298,7 @@ class Engine:
         )
         self.applier.results.extend(applier.results)
         self.applier.diffs.extend(applier.diffs)
+        self.applier.compared.extend(applier.compared)
         if installed["waiting"]:
             self.work.append(installed["waiting"])
         return installed
