@@ -170,7 +170,7 @@ def junit(report: dict) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
 
 
-_STYLE = """
+STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #1b1b1b; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 2em; }
 .verdict { display: inline-block; padding: .3em .8em; border-radius: .3em; color: #fff; }
@@ -426,7 +426,7 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
             for g in run.get("groups") or []
         ],
         title=title,
-        style=_STYLE,
+        style=STYLE,
         passed=bool(report.get("passed")),
         pairs=pairs,
         pairs_passed=len([p for p in pairs if p["passed"]]),

@@ -44,10 +44,11 @@ def test_every_module_of_the_k8s_group_has_an_action_that_passes_the_variables()
         action = importlib.import_module(
             f"ansible_collections.gpudirect.rdma.plugins.action.{module}"
         ).ActionModule
-        # The step and upgrade actions build the module's options themselves, with
-        # connection_args.
+        # The actions that run the plan (step, upgrade, drift) build the module's options
+        # themselves, with connection_args.
         assert action is ConnectionAction or (
-            module in ("step", "upgrade") and "connection_args(" in inspect.getsource(action)
+            module in ("step", "upgrade", "drift")
+            and "connection_args(" in inspect.getsource(action)
         ), f"plugins/action/{module}.py does not pass the connection"
 
 

@@ -24,7 +24,7 @@ from tests.unit.inventories import inputs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ROLES = sorted(path.name for path in (REPO_ROOT / "roles").iterdir())
-SETTINGS_ROLES = ("verify", "uninstall", "diagnostics")
+SETTINGS_ROLES = ("verify", "uninstall", "diagnostics", "drift")
 
 
 def role_defaults(role: str) -> dict:

@@ -22,7 +22,7 @@ from .inputs import DEFAULTS, PREFIX
 
 ROLES = Path(__file__).resolve().parents[3] / "roles"
 # The roles whose settings the playbooks take from the inventory or a survey.
-SETTINGS_ROLES = ("verify", "uninstall", "diagnostics")
+SETTINGS_ROLES = ("verify", "uninstall", "diagnostics", "drift")
 ROLE_PREFIXES = tuple(role + "_" for role in SETTINGS_ROLES)
 PLAYBOOK_SETTINGS = {PREFIX + "render_dir": {"type": "str"}}
 # What a run keeps for its next tasks, not an input: the plan, and the preflight verdict.
