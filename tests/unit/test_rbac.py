@@ -578,8 +578,12 @@ def requests_of(name: str) -> set:
         gather_diagnostics(cluster, {"task": "t", "msg": "m", "gate": failure}, [namespace])
         found |= cluster.requests
 
-    # every gate's own reads, of a cluster without their objects and of one where each check's
-    # objects are all there (a NIC template with a device waiting for maintenance)
+    return found | gate_reads(every_gate(plan)) | module_reads()
+
+
+def gate_reads(gates: list[Gate]) -> set:
+    """The gates' own reads, of a cluster without their objects and of one where each check's
+    objects are all there (a NIC template with a device waiting for maintenance)."""
     device = owned("configuration.net.nvidia.com/v1alpha1", "NicDevice", "somewhere")
     device["status"] = {
         "node": "worker-0",
@@ -587,6 +591,7 @@ def requests_of(name: str) -> set:
     }
     device["spec"] = {"configuration": {"template": None, "resetToDefault": False}}
     template = {"status": {"nicDevices": [device["metadata"]["name"]]}}
+    found: set = set()
     for cluster in (
         Recorder(),
         Recorder(
@@ -594,10 +599,10 @@ def requests_of(name: str) -> set:
             listed={"NicDevice": [device]},
         ),
     ):
-        for gate in every_gate(plan):
+        for gate in gates:
             observe(cluster, gate)
         found |= cluster.requests
-    return found | module_reads()
+    return found
 
 
 @functools.cache
@@ -720,3 +725,60 @@ def test_the_collection_creates_no_rbac_objects(name):
         group_of(api) == "rbac.authorization.k8s.io" or kind == "ServiceAccount"
         for api, kind in table.managed_kinds()
     )
+
+
+# -- drift.yml's read-only role ------------------------------------------------------------------
+VIEWER = REPO_ROOT / "rbac" / "gpudirect-rdma-viewer.yaml"
+
+
+def survey_requests(name: str) -> set:
+    """What drift.yml's survey asks (every step in check mode, reading only, and the nodes), on a
+    converged cluster, one whose operators wait on an InstallPlan, and an empty one; and every
+    step's gates, which it reads once, in whatever state they are. With Manual approval, it
+    reads the InstallPlan a Subscription waits on."""
+    plan = build_plan(inputs(name))
+    plan["operators"] = {
+        key: {**operator, "approval": "Manual"} for key, operator in plan["operators"].items()
+    }
+    found: set = set()
+    for cluster in (converged_cluster(plan), olm_cluster(plan), olm_cluster(plan, empty=True)):
+        engine = Engine(cluster, plan, check_mode=True, take_over=True, sleep=lambda _s: None)
+        engine.survey(list(table.NAMES))
+        engine.reads.list("v1", "Node")
+        found |= cluster.requests
+    gates = [
+        to_gate({**options, "equals": "never"})
+        for step in table.STEPS
+        for options in step.gates(plan, {}, [])
+    ]
+    return found | gate_reads(gates)
+
+
+@pytest.mark.parametrize("inventory", NAMES)
+def test_the_viewer_role_allows_every_read_of_drift_and_drift_writes_nothing(inventory):
+    [viewer] = documents(VIEWER)
+    assert viewer["kind"] == "ClusterRole" and viewer["metadata"]["name"] == "gpudirect-rdma-viewer"
+    asked = survey_requests(inventory)
+    assert {verb for verb, *_rest in asked} <= {"get", "list"}, "the survey wrote"
+    refused = sorted(
+        f"{verb} {resource}{'.' + group if group else ''}"
+        for verb, group, resource, _namespace, name in asked
+        if not any(allows(rule, verb, group, resource, name) for rule in viewer["rules"])
+    )
+    assert refused == [], f"rbac/gpudirect-rdma-viewer.yaml does not allow: {refused}"
+
+
+def test_the_viewer_role_only_reads_what_the_installer_may_read():
+    [viewer] = documents(VIEWER)
+    for rule in viewer["rules"]:
+        assert set(rule["verbs"]) <= {"get", "list"}, rule
+        assert "nonResourceURLs" not in rule, rule
+        for field in ("apiGroups", "resources", "resourceNames"):
+            assert not any("*" in value for value in rule.get(field) or []), rule
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                for verb in rule["verbs"]:
+                    for name in rule.get("resourceNames") or [None]:
+                        assert allowed((verb, group, resource, None, name), "default"), (
+                            f"viewer: {verb} {resource} ({group or 'core'}); installer: not"
+                        )
