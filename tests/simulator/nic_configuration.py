@@ -534,11 +534,18 @@ class NicConfigurationOperator:
         reason = self._reason(device)
         if not configuration:
             return None if reason == SPEC_EMPTY else ("False", SPEC_EMPTY, SPEC_EMPTY_MESSAGE)
-        if reason in DONE:
+        if reason in DONE and reason != UPDATE_SUCCESSFUL:
             return None
         pci = device["status"]["ports"][0]["pci"]
         nic = self._nic(node, pci)
         if nic is None:
+            return None
+        if reason == UPDATE_SUCCESSFUL:
+            # The daemon's check for drift (upstream requeues every 20 minutes "to check if the
+            # configuration has drifted"; here, at once): a NIC that no longer holds its
+            # non-volatile settings (reset by hand) is configured again, with maintenance.
+            if nv_settings(configuration, nic) != self._nv(node, pci, nic):
+                return ("True", UPDATE_STARTED, "")
             return None
         generation = metadata.get("generation", 1)
 
