@@ -217,7 +217,7 @@ CONFIGURING = [
 
 def test_every_playbook_that_needs_a_plan_asks_for_the_configuration():
     playbooks = {Path(TEMPLATES[name]["playbook"]).stem for name in CONFIGURING}
-    assert playbooks == {"site", "verify", "upgrade", "render", "preflight"}
+    assert playbooks == {"site", "verify", "upgrade", "render", "preflight", "drift"}
 
 
 @pytest.mark.parametrize(("method", "fabric"), list(itertools.product(METHODS, FABRICS)))
