@@ -39,6 +39,7 @@ attributes:
     description: It only reads, in check mode or not.
   diff_mode:
     support: none
+    description: It changes nothing, so there is no diff to show; the report holds each difference.
 options:
   plan:
     description: The plan M(gpudirect.rdma.plan) returns. The action plugin fills it in, from
