@@ -5,9 +5,11 @@ transport. Pure: reports in, a comparison out.
 A rail is one node group's pair on one rail (group, rail); an NCCL run is one node group's. A row
 fails when its number dropped by more than max_drop_percent, or when the way the data moved
 changed: for a rail, how GPU memory was registered (dmabuf, peermem, none: GPUDirect RDMA or
-not); for an NCCL run, NCCL's transport (IB, Socket, a net plugin's) or whether its network
-channels ran GPUDirect. A rail or run that one report has and the other lacks is shown, and fails
-when it is the after report that lacks it.
+not), the GPU next to each side's NIC and their relation, or a side's link rate; for an NCCL run,
+NCCL's transport (IB, Socket, a net plugin's) or whether its network channels ran GPUDirect. Each
+problem names the nodes and the NIC. A rail or run that one report has and the other lacks is
+shown, and fails when it is the after report that lacks it. The upgrade role compares before and
+after an upgrade; the verify role compares a run with the cluster's recorded baseline.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ def _change(before: float | None, after: float | None) -> float | None:
     return round(100.0 * (after - before) / before, 1)
 
 
-def _row(what, before, after, number, manner, max_drop_percent) -> dict:
+def _row(what, before, after, number, manner, max_drop_percent, facts=None) -> dict:
     """One line of the comparison: number(report entry) is the figure compared, manner(entry)
-    how the data moved."""
+    how the data moved, facts(entry) what else must not change ({name: (where, value)}: a rail's
+    GPU-NIC pairing and link rate on each side) and where it ran (nodes)."""
     row = {
         "what": what,
         "before": None if before is None else number(before),
@@ -44,6 +47,8 @@ def _row(what, before, after, number, manner, max_drop_percent) -> dict:
         "after_transport": None if after is None else manner(after),
         "problems": [],
     }
+    entry = after if after is not None else before
+    row["nodes"] = _nodes(entry)
     row["change_percent"] = _change(row["before"], row["after"])
     if after is None:
         row["problems"].append("not measured after")
@@ -54,12 +59,50 @@ def _row(what, before, after, number, manner, max_drop_percent) -> dict:
                 f"{row['after_transport']} after"
             )
         if row["change_percent"] is not None and row["change_percent"] < -max_drop_percent:
+            where = f" ({row['nodes']})" if row["nodes"] else ""
             row["problems"].append(
                 f"{row['before']} -> {row['after']} Gb/s is a drop of "
-                f"{-row['change_percent']:g}%, more than {max_drop_percent:g}%"
+                f"{-row['change_percent']:g}%, more than {max_drop_percent:g}%{where}"
             )
+        if facts:
+            old, new = facts(before), facts(after)
+            for name, (where, value) in new.items():
+                was = old.get(name, (where, None))[1]
+                if was is not None and value is not None and was != value:
+                    row["problems"].append(
+                        f"the {name} changed on {where}: {was} before, {value} after"
+                    )
     row["passed"] = not row["problems"]
     return row
+
+
+def _nodes(entry: dict | None) -> str | None:
+    """Where a rail or run ran: server -> client, or the nodes of an NCCL run."""
+    if not entry:
+        return None
+    if entry.get("server_node"):
+        return f"{entry['server_node']} -> {entry.get('client_node')}"
+    return ", ".join(entry.get("nodes") or []) or None
+
+
+def rail_facts(pair: dict) -> dict[str, tuple[str, str | None]]:
+    """What of a rail must stay as it was, per side: the GPU next to the NIC and their relation
+    (the pairing), and the port's rate."""
+    found = {}
+    for side in ("server", "client"):
+        node = pair.get(f"{side}_node") or side
+        path = pair.get(f"{side}_gpu") or {}
+        nic = path.get("nic") or pair.get("device") or "?"
+        where = f"{node} ({nic})"
+        if path.get("gpu") is not None:
+            found[f"{side} GPU-NIC pairing"] = (
+                where,
+                f"GPU {path['gpu']} {path.get('relation', 'unknown')} {nic}",
+            )
+        rate = pair.get(f"{side}_port_gbps")
+        if rate is not None:
+            found[f"{side} link rate"] = (where, f"{rate:g} Gb/s")
+    return found
 
 
 def rail_transport(pair: dict) -> str:
@@ -78,9 +121,9 @@ def compare(before: dict, after: dict, max_drop_percent: float = 10.0) -> dict:
     """The rows (each rail, then each NCCL run), passed when every row passed, and the rows as
     lines for the play's output."""
     rows = []
-    for source, rail, number, manner in (
-        (_rails, True, lambda p: p.get("bw_average_gbps"), rail_transport),
-        (_runs, False, lambda r: r.get("avg_busbw_gbps"), nccl_transport),
+    for source, rail, number, manner, facts in (
+        (_rails, True, lambda p: p.get("bw_average_gbps"), rail_transport, rail_facts),
+        (_runs, False, lambda r: r.get("avg_busbw_gbps"), nccl_transport, None),
     ):
         old, new = source(before), source(after)
         for key in sorted({*old, *new}, key=lambda k: tuple(str(part) for part in k)):
@@ -92,6 +135,7 @@ def compare(before: dict, after: dict, max_drop_percent: float = 10.0) -> dict:
                     number,
                     manner,
                     max_drop_percent,
+                    facts,
                 )
             )
     return {

@@ -54,7 +54,10 @@ def test_a_rail_slower_by_more_than_the_allowed_drop_fails_naming_it(before):
     failed = [row for row in found["rows"] if not row["passed"]]
     assert found["passed"] is False and [row["what"] for row in failed] == ["rail 3"]
     assert failed[0]["change_percent"] == -30.0
-    assert failed[0]["problems"][0].endswith("is a drop of 30%, more than 10%")
+    assert failed[0]["problems"][0].endswith(
+        "is a drop of 30%, more than 10% (worker-0 -> worker-1)"
+    )
+    assert failed[0]["nodes"] == "worker-0 -> worker-1"
     # Within a looser bound it passes.
     assert verify_compare(before, after, max_drop_percent=35)["passed"] is True
 
@@ -84,3 +87,26 @@ def test_a_rail_missing_after_fails_and_one_new_after_passes(before):
 def test_a_negative_drop_is_refused_naming_the_option(before):
     with pytest.raises(AnsibleFilterError, match="max_drop_percent: got -1; expected a"):
         verify_compare(before, before, max_drop_percent=-1)
+
+
+def test_a_changed_pairing_or_link_rate_fails_naming_the_node_and_nic(before):
+    before = copy.deepcopy(before)
+    after = copy.deepcopy(before)
+    after["pairs"][2]["client_gpu"] = {
+        **after["pairs"][2]["client_gpu"],
+        "gpu": 5,
+        "relation": "SYS",
+    }
+    after["pairs"][4]["server_port_gbps"] = 200.0
+    before["pairs"][4]["server_port_gbps"] = 400.0
+    found = verify_compare(before, after, max_drop_percent=100)
+    problems = {row["what"]: row["problems"] for row in found["rows"] if not row["passed"]}
+    nic = before["pairs"][2]["client_gpu"]["nic"]
+    assert problems["rail 2"] == [
+        f"the client GPU-NIC pairing changed on worker-1 ({nic}): GPU 2 PIX {nic} before, "
+        f"GPU 5 SYS {nic} after"
+    ]
+    server_nic = before["pairs"][4]["server_gpu"]["nic"]
+    assert problems["rail 4"] == [
+        f"the server link rate changed on worker-0 ({server_nic}): 400 Gb/s before, 200 Gb/s after"
+    ]
