@@ -12,7 +12,9 @@
   the verdict, the pairs' table with each side's GPU and its relation to the NIC, the problems
   and warnings, a bar chart of the average bandwidth per pair and rail against the threshold,
   the host checks with what to change, the NCCL runs with a plot of their bus bandwidth
-  against the message size, and the NICs' firmware configuration when the report holds it.
+  against the message size, the comparison with the cluster's baseline when the run was judged
+  against one (each rail and NCCL run, baseline beside now), and the NICs' firmware configuration
+  when the report holds it. junit() then has a test suite of one case per compared row too.
 """
 
 from __future__ import annotations
@@ -163,6 +165,28 @@ def junit(report: dict) -> str:
                 )
                 failure.text = "\n".join(run["problems"]) + "\n"
             ET.SubElement(case, "system-out").text = _run_text(run)
+    comparison = report.get("baseline")
+    if comparison:
+        rows = comparison.get("rows") or []
+        failed_rows = [r for r in rows if not r["passed"]]
+        recorded = comparison.get("recorded") or "an earlier run"
+        against = _suite(suites, f"against the baseline of {recorded}", len(rows), len(failed_rows))
+        for row in rows:
+            case = ET.SubElement(
+                against,
+                "testcase",
+                classname="gpudirect.rdma.baseline",
+                name=f"{row['what']} ({row.get('nodes') or '-'})",
+            )
+            if row["problems"]:
+                failure = ET.SubElement(
+                    case, "failure", message="; ".join(row["problems"]), type="Regression"
+                )
+                failure.text = "\n".join(row["problems"]) + "\n"
+            ET.SubElement(case, "system-out").text = (
+                f"baseline {row['before']} Gb/s, now {row['after']} Gb/s, change "
+                f"{row['change_percent']}%; {row['before_transport']} -> {row['after_transport']}\n"
+            )
     every = suites.findall("testsuite")
     suites.set("tests", str(sum(int(x.get("tests")) for x in every)))
     suites.set("failures", str(sum(int(x.get("failures")) for x in every)))
@@ -395,6 +419,33 @@ _CHECK_COLUMNS = ["node", "check", "rail", "status", "what was found", "what to 
 _NCCL_COLUMNS = ["nodes", "ranks", "transport", "GPUDirect", "NICs", "avg busbw Gb/s"]
 _NCCL_COLUMNS += ["best busbw Gb/s", "judged Gb/s", "floor Gb/s", "NCCL settings", "result"]
 _DEVICE_KEYS = ("node", "name", "type", "firmware", "configuration")
+_BASELINE_COLUMNS = [
+    "rail or run",
+    "nodes",
+    "baseline Gb/s",
+    "now Gb/s",
+    "change",
+    "transport, baseline -> now",
+    "result",
+]
+
+
+def _baseline_rows(comparison: dict) -> list[dict]:
+    return [
+        _row(
+            None if row["passed"] else "failed",
+            row["what"],
+            row.get("nodes"),
+            (row["before"], True),
+            (row["after"], True),
+            (None if row["change_percent"] is None else f"{row['change_percent']:+g}%", True),
+            f"{row['before_transport'] or '-'} -> {row['after_transport'] or '-'}",
+            _result(row["passed"]),
+        )
+        for row in comparison.get("rows") or []
+    ]
+
+
 _TEMPLATE = Path(__file__).with_name("report.html.j2")
 _BETWEEN_TAGS = re.compile(r">\s+<")
 
@@ -447,6 +498,12 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
         nccl_rows=_nccl_rows(runs, runs_grouped),
         nccl_problems=[
             {"name": _run_name(r), "problems": r["problems"]} for r in runs if r["problems"]
+        ],
+        baseline=report.get("baseline"),
+        baseline_columns=_BASELINE_COLUMNS,
+        baseline_rows=_baseline_rows(report.get("baseline") or {}),
+        baseline_problems=[
+            r for r in (report.get("baseline") or {}).get("rows") or [] if r["problems"]
         ],
         device_columns=["node", "NicDevice", "type", "firmware", "configuration", "ports"],
         device_rows=[

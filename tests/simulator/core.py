@@ -64,7 +64,7 @@ DEFAULT_KNOBS: dict = {
     # The bandwidth test's output: average Gb/s; gpu_memory as_requested (DMA-BUF or peermem
     # lines as the pod's GPU_MEMORY says) or none (host memory); failure "" (a result),
     # connection_refused or wrong_gid (no result row).
-    "perftest": {"bw_gbps": 180.47, "gpu_memory": "as_requested", "failure": ""},
+    "perftest": {"bw_gbps": 180.47, "gpu_memory": "as_requested", "failure": "", "slow": []},
     # The NCCL test's mpirun stand-in (nccl_standin.py); busbw_gbytes, when set, is the run's
     # peak bus bandwidth whatever the rails.
     "nccl": {"transport": "", "gpudirect": True, "rail_gbytes": 24.0, "wrong": 0},

@@ -3,7 +3,9 @@ verification script built and prints output shaped like a captured run (perftest
 for that device, GID index, GPU and GPU memory mode. It imports nothing of the simulator: it runs
 once per rail of every test pod. The perftest knobs come in
 SIMULATED_PERFTEST (JSON): bw_gbps, gpu_memory (as_requested | none), failure
-("" | connection_refused | wrong_gid)."""
+("" | connection_refused | wrong_gid), slow (a list of {node, device, factor}: a client on that
+node, on that RDMA device, reports bw_gbps times factor), and node (the pod's node, which
+testbed.py adds)."""
 
 from __future__ import annotations
 
@@ -118,11 +120,15 @@ def main(argv: list[str]) -> int:
     else:
         gpu_memory = "dmabuf" if "--use_cuda_dmabuf" in argv else "peermem"
     gid = value("-x")
+    bw_gbps = float(knobs.get("bw_gbps", 180.47))
+    for slow in knobs.get("slow") or []:
+        if client and (slow.get("node"), slow.get("device")) == (knobs.get("node"), value("-d")):
+            bw_gbps *= float(slow.get("factor", 1))
     output = perftest_output(
         role,
         "eth" if gid is not None else "ib",
         gpu_memory,
-        float(knobs.get("bw_gbps", 180.47)),
+        bw_gbps,
         device=value("-d") or "?",
         address=argv[-1] if client else (value("--source_ip") or "?"),
         gid_index=int(gid) if gid is not None else None,

@@ -14,7 +14,8 @@
 - The stand-in's output (perftest_standin.py) is shaped like real ib_write_bw runs
   (tests/unit/fixtures/perftest holds captured shapes): CUDA lines with DMA-BUF or peermem
   registration, the test header, the result row. Knobs: perftest.bw_gbps, perftest.gpu_memory
-  (as_requested | none), perftest.failure ("" | connection_refused | wrong_gid).
+  (as_requested | none), perftest.failure ("" | connection_refused | wrong_gid), perftest.slow
+  ({node, device, factor}: one rail of one node slower).
 - The NCCL test: a pod with a Secret volume whose Secret is missing stays Pending (FailedMount).
   Its workers (label gpudirect.rdma/verify-role=nccl-worker) run until deleted (their SSH
   servers are not run); its launcher finishes after the delay once its workers run, by running

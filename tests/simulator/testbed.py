@@ -279,6 +279,8 @@ def run_pod_script(
     key), at the pod's KEYS; nccl: what the ssh and mpirun stand-ins know of the cluster
     (nccl_standin.py); ibverbs_in_gpu_pods: every container with a GPU gets every rail's
     /dev/infiniband device, as GPU Operator 26.3.0 to 26.3.2 did."""
+    # The perftest stand-in slows a rail of one node (knob perftest.slow) by the node it runs on.
+    knobs = {**knobs, "node": pod["spec"].get("nodeName")}
     with tempfile.TemporaryDirectory(prefix="gpudirect-rdma-pod-") as folder:
         root = Path(folder)
         _fake_node(root, hardware, rails, node_index)

@@ -63,6 +63,9 @@ RULES: dict[str, Callable] = {
     "verify_timeout": checks.whole(1, None),
     "verify_nccl_nodes": _nccl_nodes,
     "verify_min_busbw_gbps": functools.partial(checks.check_number, low=0, high=25600, unit="Gb/s"),
+    "verify_baseline_max_drop_percent": functools.partial(
+        checks.check_number, low=0, high=100, unit="%"
+    ),
     "verify_nccl_image": _image,
     "verify_nccl_min_bytes": _message_size,
     "verify_nccl_max_bytes": _message_size,
