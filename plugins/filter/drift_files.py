@@ -68,7 +68,7 @@ def drift_files(report, title="GPUDirect RDMA drift"):
     except (KeyError, TypeError) as error:
         raise AnsibleFilterError(
             "gpudirect.rdma.drift_files: expected the result of gpudirect.rdma.drift (steps, "
-            f"each with step and items: kind, object, message); {type(error).__name__}: {error}"
+            f"each with step and differences: kind, object, message); {type(error).__name__}: {error}"
         ) from error
 
 

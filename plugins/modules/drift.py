@@ -13,7 +13,7 @@ description:
   - Runs every step of the step table in check mode, as C(site.yml)'s converged check does, but
     none stops the others and nothing ends at the first difference; writes nothing, whatever
     the task's check mode.
-  - "Reports each difference as an item of RV(items), under its step (RV(steps), in the table's
+  - "Reports each difference as an item of RV(differences), under its step (RV(steps), in the table's
     order, the cluster's own first) with its kind, which RV(counts) lists. C(changed): a field
     of a planned object holds another value or was taken away, with the field managers that
     hold it (C(changed_by), from the object's C(managedFields); for a field taken away, the
@@ -70,7 +70,7 @@ drifted:
   description: Whether anything differs.
   returned: always
   type: bool
-items:
+differences:
   description: Every difference, each with C(step), C(kind), C(object) (kind, namespace, name),
     C(message), and where they apply C(field), C(planned), C(found), C(changed_by) (a list of
     C(manager), C(operation), C(time)) and C(node).
@@ -78,13 +78,13 @@ items:
   type: list
   elements: dict
 steps:
-  description: The items by step, C(cluster) first, then the steps of the table in their order
-    (each with C(step), C(title) and C(items), empty where nothing differs).
+  description: The differences by step, C(cluster) first, then the steps of the table in their
+    order (each with C(step), C(title) and C(differences), empty where nothing differs).
   returned: always
   type: list
   elements: dict
 counts:
-  description: The number of items of each kind.
+  description: The number of differences of each kind.
   returned: always
   type: dict
 findings:
@@ -196,7 +196,7 @@ def body(module, cluster, done) -> dict:
         "changed": False,
         "run": {"cluster": cluster.server, "versions": versions},
         "drifted": bool(items),
-        "items": items,
+        "differences": items,
         "steps": steps,
         "counts": counts,
         "findings": engine.findings,

@@ -59,7 +59,7 @@ def _details(found: dict) -> str:
 def junit(report: dict) -> str:
     """JUnit XML: one test case per step (and the cluster's), failed where something differs."""
     steps = report.get("steps") or []
-    failed = [s for s in steps if s["items"]]
+    failed = [s for s in steps if s["differences"]]
     suites = ET.Element("testsuites", name=SUITE, tests=str(len(steps)), failures=str(len(failed)))
     suite = ET.SubElement(
         suites,
@@ -87,16 +87,16 @@ def junit(report: dict) -> str:
             classname=f"gpudirect.rdma.drift.{step['step']}",
             name=f"{step['step']}: {step.get('title') or step['step']}",
         )
-        if step["items"]:
+        if step["differences"]:
             failure = ET.SubElement(
                 case,
                 "failure",
-                message=f"{len(step['items'])} difference(s) from the plan",
+                message=f"{len(step['differences'])} difference(s) from the plan",
                 type="Drift",
             )
-            failure.text = "\n".join(_line(i) for i in step["items"]) + "\n"
+            failure.text = "\n".join(_line(i) for i in step["differences"]) + "\n"
             ET.SubElement(case, "system-out").text = (
-                "\n".join(_details(i) for i in step["items"]) + "\n"
+                "\n".join(_details(i) for i in step["differences"]) + "\n"
             )
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
@@ -124,7 +124,7 @@ def html(report: dict, title: str = "GPUDirect RDMA drift") -> str:
                     "who": _who(i) or None,
                     "message": i["message"],
                 }
-                for i in s["items"]
+                for i in s["differences"]
             ],
         }
         for s in report.get("steps") or []

@@ -131,7 +131,7 @@ def test_a_converged_cluster_has_no_drift_even_for_a_reader_who_may_only_read(
     assert [str(r) for r in asked if r.code == 403] == []
     assert audit.writes(VIEWER_USER) == []
     found = report(tmp_path)
-    assert found["drifted"] is False and found["items"] == []
+    assert found["drifted"] is False and found["differences"] == []
     assert found["run"]["cluster"] and found["run"]["date"]
     suite = junitparser.JUnitXml.fromfile(str(tmp_path / "drift-report.xml"))
     cases = [case for each in suite for case in each]
@@ -235,7 +235,7 @@ def test_each_drift_made_by_hand_is_reported_with_its_step_object_and_who(
     assert recap(result.stdout)["failed"] == 1
     found = report(tmp_path)
     assert found["drifted"] is True
-    items = found["items"]
+    items = found["differences"]
 
     def one(kind: str, step: str, what: str) -> dict:
         matching = [

@@ -327,7 +327,10 @@ def by_step(items: list[dict], steps: list[str]) -> list[dict]:
         grouped.setdefault(found["step"], []).append(found)
     rank = {kind: index for index, kind in enumerate(KINDS)}
     return [
-        {"step": name, "items": sorted(found, key=lambda i: (rank.get(i["kind"], 99), i["object"]))}
+        {
+            "step": name,
+            "differences": sorted(found, key=lambda i: (rank.get(i["kind"], 99), i["object"])),
+        }
         for name, found in grouped.items()
     ]
 

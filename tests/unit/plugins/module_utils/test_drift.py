@@ -198,6 +198,6 @@ def test_items_by_step_in_the_tables_order_the_clusters_first():
     ]
     grouped = drift.by_step(items, ["nfd", "gpu-operator"])
     assert [g["step"] for g in grouped] == [drift.CLUSTER, "nfd", "gpu-operator"]
-    assert [i["kind"] for i in grouped[1]["items"]] == [drift.CHANGED, drift.NOT_READY]
-    assert grouped[2]["items"] == []
+    assert [i["kind"] for i in grouped[1]["differences"]] == [drift.CHANGED, drift.NOT_READY]
+    assert grouped[2]["differences"] == []
     assert drift.counts(items)[drift.NODE] == 1 and set(drift.counts(items)) == set(drift.KINDS)
