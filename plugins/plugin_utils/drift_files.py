@@ -12,19 +12,18 @@ as files people and CI systems read (pure: report in, text out).
 
 from __future__ import annotations
 
-import functools
 import json
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import jinja2
-
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.report_files import STYLE
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.report_files import (
+    STYLE,
+    page,
+    properties,
+)
 
 SUITE = "gpudirect.rdma drift"
 _TEMPLATE = Path(__file__).with_name("drift.html.j2")
-_BETWEEN_TAGS = re.compile(r">\s+<")
 
 
 def _who(found: dict) -> str:
@@ -70,16 +69,7 @@ def junit(report: dict) -> str:
         errors="0",
         skipped="0",
     )
-    run = report.get("run") or {}
-    properties = ET.SubElement(suite, "properties")
-    for name, value in {
-        "date": run.get("date"),
-        "cluster": run.get("cluster"),
-        "inventory": ", ".join(run.get("inventory") or []) or None,
-        **{f"version {name}": v for name, v in (run.get("versions") or {}).items()},
-    }.items():
-        if value:
-            ET.SubElement(properties, "property", name=name, value=str(value))
+    properties(suite, report)
     for step in steps:
         case = ET.SubElement(
             suite,
@@ -100,12 +90,6 @@ def junit(report: dict) -> str:
             )
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
-
-
-@functools.cache
-def _template():
-    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    return environment.from_string(_TEMPLATE.read_text())
 
 
 def html(report: dict, title: str = "GPUDirect RDMA drift") -> str:
@@ -129,7 +113,8 @@ def html(report: dict, title: str = "GPUDirect RDMA drift") -> str:
         }
         for s in report.get("steps") or []
     ]
-    page = _template().render(
+    return page(
+        _TEMPLATE,
         title=title,
         style=STYLE,
         drifted=bool(report.get("drifted")),
@@ -139,4 +124,3 @@ def html(report: dict, title: str = "GPUDirect RDMA drift") -> str:
         steps=steps,
         clean=[s for s in steps if not s["rows"]],
     )
-    return "<!DOCTYPE html>\n" + _BETWEEN_TAGS.sub("><", page.strip()) + "\n"

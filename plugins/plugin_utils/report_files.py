@@ -97,7 +97,7 @@ def _suite(parent: ET.Element, name: str, tests: int, failures: int) -> ET.Eleme
     )
 
 
-def _properties(suite: ET.Element, report: dict) -> None:
+def properties(suite: ET.Element, report: dict) -> None:
     """The run (date, cluster, inventory, versions) and the judging settings as the suite's
     properties."""
     run = report.get("run") or {}
@@ -121,7 +121,7 @@ def junit(report: dict) -> str:
     failed = [p for p in pairs if not p["passed"]]
     suites = ET.Element("testsuites", name=SUITE, tests=str(len(pairs)), failures=str(len(failed)))
     suite = _suite(suites, "GPUDirect RDMA bandwidth", len(pairs), len(failed))
-    _properties(suite, report)
+    properties(suite, report)
     for pair in pairs:
         classname = "gpudirect.rdma.bandwidth" + (f".{pair['group']}" if "group" in pair else "")
         case = ET.SubElement(suite, "testcase", classname=classname, name=_pair_name(pair))
@@ -451,9 +451,16 @@ _BETWEEN_TAGS = re.compile(r">\s+<")
 
 
 @functools.cache
-def _template():
+def _template(path: Path):
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    return environment.from_string(_TEMPLATE.read_text())
+    return environment.from_string(path.read_text())
+
+
+def page(template: Path, **values) -> str:
+    """A report's page: template (a Jinja2 file beside this one, autoescaped) rendered with
+    values, the white space between tags taken out."""
+    text = _template(template).render(**values)
+    return "<!DOCTYPE html>\n" + _BETWEEN_TAGS.sub("><", text.strip()) + "\n"
 
 
 def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
@@ -470,7 +477,8 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
         if p["problems"] or p.get("warnings")
     ]
     run = report.get("run") or {}
-    page = _template().render(
+    return page(
+        _TEMPLATE,
         run=run,
         run_groups=[
             _row(None, g["name"] or "-", g["method"], g["fabric"], ", ".join(g["nodes"]) or None)
@@ -511,4 +519,3 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
             for d in report.get("nic_devices") or []
         ],
     )
-    return "<!DOCTYPE html>\n" + _BETWEEN_TAGS.sub("><", page.strip()) + "\n"
