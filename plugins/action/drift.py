@@ -32,10 +32,7 @@ class ActionModule(PlanAction):
             plan = self._plan(args, task_vars)
             settings = self._step_settings(list(table.NAMES), task_vars)
         except (PlanError, SettingError) as error:
-            result.update(failed=True, msg=str(error), bad_input=True)
-            if isinstance(error, PlanError):
-                result["variable"] = error.variable
-            return result
+            return self._bad_input(result, error)
         options = {
             **connection_args(args, task_vars, self._templar.template),
             "plan": plan,

@@ -50,10 +50,7 @@ class ActionModule(PlanAction):
             plan = given or checked_inventory(self._templar, task_vars)["plan"]
             settings = self._step_settings(names, task_vars)
         except (PlanError, SettingError, ValueError) as error:
-            result.update(failed=True, msg=str(error), bad_input=True)
-            if isinstance(error, PlanError):
-                result["variable"] = error.variable
-            return result
+            return self._bad_input(result, error)
         options = {
             **{key: args[key] for key in ("name", "role") if args.get(key) is not None},
             **connection_args(args, task_vars, self._templar.template),

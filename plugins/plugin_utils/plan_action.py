@@ -12,6 +12,7 @@ from __future__ import annotations
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import plain
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.connection import ModuleAction
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import PlanError
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.variables import (
     checked_inventory,
     templated,
@@ -75,6 +76,15 @@ class PlanAction(ModuleAction):
                         values[setting.key] = check_setting(setting, value)
             found[name] = values
         return found
+
+    @staticmethod
+    def _bad_input(result: dict, error: Exception) -> dict:
+        """result failed with error's message before anything was read (bad_input, so that
+        site.yml gathers no diagnostics), naming the variable of a PlanError."""
+        result.update(failed=True, msg=str(error), bad_input=True)
+        if isinstance(error, PlanError):
+            result["variable"] = error.variable
+        return result
 
     def _verdict(self, args: dict, task_vars: dict):
         return args.get("preflight", self._var(task_vars, PREFLIGHT_FACT))

@@ -72,6 +72,11 @@ class PreflightFailed(Exception):
         )
 
 
+def _record(step: table.Step) -> dict:
+    """What a step's record of a run starts with."""
+    return {"step": step.name, "title": step.title, "component": step.component}
+
+
 class Engine:
     """One module run over one plan: steps run with run(), results collected."""
 
@@ -98,8 +103,6 @@ class Engine:
         self.sleep = sleep
         # Hears of every long wait (k8s.progress): a gate, a CSV, a deletion, a discovery.
         self.progress = progress
-        # Check mode asks the API server for a dry run of what would change; a survey only reads.
-        self.server_dry_run = True
         self.applier = Applier(self.reads, check_mode, take_over, progress)
         # An earlier run's preflight verdict for this plan (preflight.verdict): only the checks
         # it left skipped are judged again.
@@ -146,7 +149,7 @@ class Engine:
             raise ValueError("a survey runs in check mode only")
         # Reads only: an object that differs is compared, not dry-run applied (a write to the
         # authorizer), so that a read-only role may run it.
-        self.server_dry_run = self.applier.server_dry_run = False
+        self.applier.server_dry_run = False
         with contextlib.suppress(PreflightFailed):  # its findings are the survey's
             self.check()
         self._prefetch_csvs(names)
@@ -158,9 +161,7 @@ class Engine:
             except (olm.OlmError, Refused, ForeignObjects, NotServed) as error:
                 self.steps.append(
                     {
-                        "step": step.name,
-                        "title": step.title,
-                        "component": step.component,
+                        **_record(step),
                         "results": self.applier.results[first:],
                         "gates": [],
                         "error": str(error),
@@ -211,7 +212,7 @@ class Engine:
     def _run_step(self, step: table.Step) -> None:
         settings = self._settings(step)
         first = len(self.applier.results)
-        record = {"step": step.name, "title": step.title, "component": step.component}
+        record = _record(step)
         if not step.enabled(self.plan):
             # Off: what the collection made of its kinds goes (the opt-in was turned off).
             scope = table.prune_scope(step)
@@ -285,7 +286,11 @@ class Engine:
         objects = table.operator_objects(self.plan, step)
         reader = self.reads if self.check_mode else self.cluster
         applier = Applier(
-            self.reads, self.check_mode, self.take_over, self.progress, self.server_dry_run
+            self.reads,
+            self.check_mode,
+            self.take_over,
+            self.progress,
+            self.applier.server_dry_run,
         )
         installed = olm.install(
             reader,
