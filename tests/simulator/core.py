@@ -66,8 +66,8 @@ DEFAULT_KNOBS: dict = {
     # connection_refused or wrong_gid (no result row).
     "perftest": {"bw_gbps": 180.47, "gpu_memory": "as_requested", "failure": "", "slow": []},
     # The NCCL test's mpirun stand-in (nccl_standin.py); busbw_gbytes, when set, is the run's
-    # peak bus bandwidth whatever the rails.
-    "nccl": {"transport": "", "gpudirect": True, "rail_gbytes": 24.0, "wrong": 0},
+    # peak bus bandwidth whatever the rails; slow [{node, factor}] slows every run with that node.
+    "nccl": {"transport": "", "gpudirect": True, "rail_gbytes": 24.0, "wrong": 0, "slow": []},
     # The NIC configuration daemon: error_reason (IncorrectSpec, SpecValidationFailed,
     # NonVolatileConfigUpdateFailed, RuntimeConfigUpdateFailed or FirmwareError) makes the
     # configured devices of error_nodes (empty: every node) end in that reason, at the step where

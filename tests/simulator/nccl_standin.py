@@ -18,7 +18,9 @@ RoCE v2 GID index their tables hold, and the nccl knobs:
 - gpudirect: true | false (the network channels run without /GDRDMA);
 - rail_gbytes: the bus bandwidth one rail gives at the largest sizes (GB/s, default 24);
   busbw_gbytes: the peak bus bandwidth of the run, whatever the rails;
-- wrong: wrong values in the largest size's row.
+- wrong: wrong values in the largest size's row;
+- slow: [{node, factor}]: a run with a worker on that node reaches factor times its bus
+  bandwidth (the slowest such node decides).
 
 So the launcher's own script runs, and what it passed to mpirun (the hosts and slots, -np, the
 NCCL settings from the ConfigMap) decides what NCCL "does": an NCCL_IB_HCA naming devices the
@@ -302,6 +304,11 @@ def _output(facts: dict, knobs: dict, hosts: list, transport: str, failed: bool,
         peak = 1.2
     else:
         peak = rails * float(knobs.get("rail_gbytes", 24.0)) * (1.0 if gdr else 0.55)
+    in_run = {workers[host]["node"] for host, _slots in hosts}
+    peak *= min(
+        [float(slow["factor"]) for slow in knobs.get("slow") or [] if slow["node"] in in_run]
+        or [1.0]
+    )
     size = test["b"]
     total = 0.0
     count = 0
