@@ -82,12 +82,8 @@ from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.argspec import validate  # noqa: E402
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.nccl_test import (  # noqa: E402
-    group_floor,
-    run_report,
+    judged,
     with_runs,
-)
-from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import (  # noqa: E402
-    group_view,
 )
 
 
@@ -98,13 +94,7 @@ def verify_nccl_report(report, plan, runs, min_busbw_gbps=None):
         {"_input": report, "plan": plan, "runs": runs, "min_busbw_gbps": min_busbw_gbps},
     )
     try:
-        entries = []
-        for run in args["runs"]:
-            view = group_view(args["plan"], run.get("group") or None)
-            floor = group_floor(args["_input"], view, args["min_busbw_gbps"])
-            entries.append(
-                run_report(view, list(run["nodes"]), run.get("log") or "", floor, view["fabric"])
-            )
+        entries = judged(args["_input"], args["plan"], args["runs"], args["min_busbw_gbps"])
         return with_runs(args["_input"], entries)
     except ValueError as error:
         raise AnsibleFilterError(f"gpudirect.rdma.verify_nccl_report: {error}") from error

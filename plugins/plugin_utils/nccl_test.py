@@ -39,6 +39,7 @@ from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import 
     GROUP_LABEL,
     NETWORKS_ANNOTATION,
     ROLE_LABEL,
+    group_view,
     pod_name,
 )
 
@@ -358,6 +359,19 @@ def group_floor(report: dict, view: dict, fixed: float | None) -> dict:
     ]
     rates = [p.get(f"{side}_port_gbps") for p in pairs for side in ("server", "client")]
     return floors.nccl_floor(fixed, len(view["rails"]), rates)
+
+
+def judged(report: dict, plan: dict, runs: list[dict], fixed: float | None) -> list[dict]:
+    """Each run (group, nodes, the launcher's log) judged against its group's floor
+    (group_floor): run_report's entries."""
+    entries = []
+    for run in runs:
+        view = group_view(plan, run.get("group") or None)
+        floor = group_floor(report, view, fixed)
+        entries.append(
+            run_report(view, list(run["nodes"]), run.get("log") or "", floor, view["fabric"])
+        )
+    return entries
 
 
 def with_runs(result: dict, runs: list[dict]) -> dict:

@@ -13,8 +13,10 @@
   and warnings, a bar chart of the average bandwidth per pair and rail against the threshold,
   the host checks with what to change, the NCCL runs with a plot of their bus bandwidth
   against the message size, the comparison with the cluster's baseline when the run was judged
-  against one (each rail and NCCL run, baseline beside now), and the NICs' firmware configuration
-  when the report holds it. junit() then has a test suite of one case per compared row too.
+  against one (each rail and NCCL run, baseline beside now), the narrowing of each slow NCCL run
+  down to its slow node (its runs and verdict), and the NICs' firmware configuration when the
+  report holds it. junit() then has a test suite of one case per compared row too, and one of a
+  failed case per narrowing.
 """
 
 from __future__ import annotations
@@ -165,6 +167,29 @@ def junit(report: dict) -> str:
                 )
                 failure.text = "\n".join(run["problems"]) + "\n"
             ET.SubElement(case, "system-out").text = _run_text(run)
+    narrowings = report.get("nccl_narrowing") or []
+    if narrowings:
+        named = _suite(suites, "which node (NCCL narrowing)", len(narrowings), len(narrowings))
+        for found in narrowings:
+            case = ET.SubElement(
+                named,
+                "testcase",
+                classname="gpudirect.rdma.nccl_narrowing"
+                + (f".{found['group']}" if "group" in found else ""),
+                name=_run_name(found),
+            )
+            # The narrowed run was too slow: its narrowing fails with what it found.
+            failure = ET.SubElement(
+                case, "failure", message="; ".join(found["verdict"]), type="SlowNode"
+            )
+            failure.text = "\n".join(found["verdict"]) + "\n"
+            ET.SubElement(case, "system-out").text = "".join(
+                f"run {r['run']} (round {r['round']}): {', '.join(r['nodes'])}: "
+                f"{r['busbw_judged_gbps']} Gb/s, floor {r['floor_gbps']:g} Gb/s, "
+                + ("pass" if r["passed"] else "FAIL")
+                + "\n"
+                for r in found["runs"]
+            )
     comparison = report.get("baseline")
     if comparison:
         rows = comparison.get("rows") or []
@@ -446,6 +471,35 @@ def _baseline_rows(comparison: dict) -> list[dict]:
     ]
 
 
+_NARROWING_COLUMNS = ["run", "round", "tests", "nodes", "busbw Gb/s", "floor Gb/s", "result"]
+
+
+def _narrowings(narrowings: list[dict]) -> list[dict]:
+    """Each narrowing of a slow NCCL run for the page: its name, verdict and runs' rows."""
+    return [
+        {
+            "name": _run_name(found)
+            + f": {found['busbw_judged_gbps']:g} Gb/s, floor {found['floor_gbps']:g} Gb/s",
+            "slow": found["slow"],
+            "verdict": found["verdict"],
+            "rows": [
+                _row(
+                    _result(r["passed"]),
+                    (r["run"], True),
+                    (r["round"], True),
+                    "a half" if r["kind"] == "half" else f"suspect {r['of'][0]}",
+                    ", ".join(r["nodes"]),
+                    (r["busbw_judged_gbps"], True),
+                    (f"{r['floor_gbps']:g}", True),
+                    _result(r["passed"]),
+                )
+                for r in found["runs"]
+            ],
+        }
+        for found in narrowings
+    ]
+
+
 _TEMPLATE = Path(__file__).with_name("report.html.j2")
 _BETWEEN_TAGS = re.compile(r">\s+<")
 
@@ -507,6 +561,8 @@ def html(report: dict, title: str = "GPUDirect RDMA verification") -> str:
         nccl_problems=[
             {"name": _run_name(r), "problems": r["problems"]} for r in runs if r["problems"]
         ],
+        narrowing_columns=_NARROWING_COLUMNS,
+        narrowings=_narrowings(report.get("nccl_narrowing") or []),
         baseline=report.get("baseline"),
         baseline_columns=_BASELINE_COLUMNS,
         baseline_rows=_baseline_rows(report.get("baseline") or {}),

@@ -71,6 +71,7 @@ RULES: dict[str, Callable] = {
     "verify_nccl_max_bytes": _message_size,
     "verify_nccl_iters": checks.whole(1, None),
     "verify_nccl_ssh_port": checks.whole(1, 65535),
+    "verify_nccl_narrow_runs": checks.whole(0, 100, " (0 does not narrow)"),
     "uninstall_timeout": checks.whole(1, 86400, " (seconds each uninstall step may take)"),
     "diagnostics_dir": _folder,
     "diagnostics_log_lines": checks.whole(0, 100000, " (0 reads no logs)"),
