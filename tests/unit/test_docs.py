@@ -61,3 +61,16 @@ def test_ansible_doc_shows_documentation_examples_and_return(plugin_type, name):
 def test_manifest_tree_marker_is_the_renderers():
     assert manifest_tree.DEFAULT_MARKER == MARKER
     assert manifest_tree.DOCUMENTATION.count(MARKER) == 1
+
+
+def test_every_plugin_is_named_in_the_plugins_page():
+    page = (REPO_ROOT / "docs" / "plugins.md").read_text()
+    files = [
+        path
+        for kind in ("modules", "filter", "lookup", "action")
+        for path in sorted((REPO_ROOT / "plugins" / kind).glob("*.py"))
+        if path.stem != "__init__"
+    ]
+    assert files
+    missing = [str(p.relative_to(REPO_ROOT)) for p in files if f"{p.stem}`" not in page]
+    assert missing == []
