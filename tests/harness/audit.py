@@ -67,7 +67,9 @@ class AuditLog:
             raise RuntimeError(f"{self.path} was rotated since mark(): requests are lost")
         with self.path.open("rb") as log:
             log.seek(self._offset)
-            lines = log.read().splitlines()
+            text = log.read()
+        # The API server may be writing an event now: a line without its newline is not whole.
+        lines = text[: text.rfind(b"\n") + 1].splitlines()
         found = []
         for line in lines:
             event = json.loads(line)
