@@ -23,6 +23,7 @@ from tests.integration.browser import open_page, page_errors
 from tests.integration.helpers import wait_for
 from tests.integration.test_site import SIMULATED, nodes_for, recap, site
 from tests.integration.test_upgrade import MANUAL, OLDER
+from tests.simulator.core import DEFAULT_KNOBS
 from tests.unit.inventories import inputs
 
 DRIFT = REPO_ROOT / "playbooks" / "drift.yml"
@@ -139,7 +140,7 @@ def test_a_converged_cluster_has_no_drift_even_for_a_reader_who_may_only_read(
 
 
 def test_each_drift_made_by_hand_is_reported_with_its_step_object_and_who(
-    converged, run_playbook, harness, core, custom, tmp_path
+    converged, run_playbook, harness, core, custom, knobs, tmp_path
 ):
     plan = converged
     kube = dynamic.DynamicClient(harness)
@@ -178,6 +179,9 @@ def test_each_drift_made_by_hand_is_reported_with_its_step_object_and_who(
         if all((n.metadata.labels or {}).get(k) == v for k, v in second["node_selector"].items())
     )
     assert NV_CONFIG_ANNOTATION in (core.read_node(reset).metadata.annotations or {})
+    # Its reboot does not come while the test runs: the devices stay not ready for the report,
+    # however fast the simulator goes.
+    knobs({"nic_configuration": {**DEFAULT_KNOBS["nic_configuration"], "hold_nodes": [reset]}})
     core.patch_node(reset, {"metadata": {"annotations": {NV_CONFIG_ANNOTATION: "{}"}}})
 
     def reconfiguring() -> list[str]:

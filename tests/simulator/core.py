@@ -72,7 +72,8 @@ DEFAULT_KNOBS: dict = {
     # NonVolatileConfigUpdateFailed, RuntimeConfigUpdateFailed or FirmwareError) makes the
     # configured devices of error_nodes (empty: every node) end in that reason, at the step where
     # the real daemon would meet it.
-    "nic_configuration": {"error_reason": "", "error_nodes": []},
+    # hold_nodes keeps those nodes' devices in PendingReboot (their reboot has not come).
+    "nic_configuration": {"error_reason": "", "error_nodes": [], "hold_nodes": []},
     # The driver upgrade controllers (drivers.py): each fail entry {node, driver: gpu|doca,
     # message} makes that node's driver pod fail at pod-restart-required (upgrade-failed, the old
     # driver kept); each hold entry {node, driver: gpu|doca, state} keeps that node in that state

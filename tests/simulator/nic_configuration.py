@@ -29,8 +29,9 @@ already, so it costs nothing while inactive.
   A change of runtime settings only (QoS, max read request) goes straight to
   `UpdateSuccessful`. What the NIC's firmware holds is kept on the fake node, in the annotation
   NV_CONFIG_ANNOTATION, so it outlives its NicDevice and the simulator's restarts.
-  Knob `nic_configuration.error_reason` makes the devices of `error_nodes` fail at the step where
-  the daemon meets that error.
+  Knob `nic_configuration.hold_nodes` keeps the devices of those nodes in `PendingReboot` (a
+  reboot that has not come). Knob `nic_configuration.error_reason` makes the devices of
+  `error_nodes` fail at the step where the daemon meets that error.
 
 Nothing runs mlxconfig, reboots, drains or updates firmware: only the objects and statuses move.
 """
@@ -492,7 +493,8 @@ class NicConfigurationOperator:
                 else ""
             )
             maintenance = maintenances.get(MAINTENANCE_PREFIX + node_name)
-            change = self._step(world, device, node, maintenance, failing)
+            held = node_name in set(knobs.get("hold_nodes") or [])
+            change = self._step(world, device, node, maintenance, failing, held)
             if change is not None:
                 device = self._set_condition(world, device, *change) or device
             if self._reason(device) in IN_MAINTENANCE:
@@ -525,10 +527,16 @@ class NicConfigurationOperator:
         return condition.get("reason")
 
     def _step(
-        self, world: World, device: dict, node: dict, maintenance: dict | None, error: str
+        self,
+        world: World,
+        device: dict,
+        node: dict,
+        maintenance: dict | None,
+        error: str,
+        held: bool = False,
     ) -> tuple[str, str, str] | None:
         """The device's next (status, reason, message) of ConfigUpdateInProgress, or None when it
-        stays as it is."""
+        stays as it is; held keeps a device in PendingReboot (its node's reboot has not come)."""
         metadata = device["metadata"]
         configuration = (device.get("spec") or {}).get("configuration")
         reason = self._reason(device)
@@ -581,7 +589,7 @@ class NicConfigurationOperator:
                 return ("False", NV_FAILED, knob_message(error, metadata["name"], pci))
             return ("True", PENDING_REBOOT, "")
         if reason == PENDING_REBOOT:
-            if not due("reboot"):
+            if held or not due("reboot"):
                 return None
             if error == FIRMWARE_ERROR:
                 _warning_event(
