@@ -4,13 +4,16 @@ OperatorGroup mistakes and knobs for failure and delay. And it registers fake GP
 
 from __future__ import annotations
 
+import copy
 import time
 
 import pytest
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.integration.helpers import wait_for
 from tests.simulator.core import World, list_cluster
+from tests.simulator.informer import WatchingApiClient
 from tests.simulator.nodes import HARDWARE_ANNOTATION, NFD_GPU_NIC_LABELS, register_nodes
 
 OLM = ("operators.coreos.com", "v1alpha1")
@@ -507,3 +510,50 @@ def test_the_simulators_csv_list_by_metadata_is_a_full_list_and_rereads_only_wha
         *OLM, namespace, "clusterserviceversions", csv["metadata"]["name"]
     )
     assert csv["metadata"]["uid"] not in {c["metadata"]["uid"] for c in listed()}
+
+
+def test_the_simulators_watched_reads_match_the_api_server_and_see_every_write(
+    harness, core, namespace
+):
+    """The simulator reads through WatchingApiClient (tests/simulator/informer.py): a list is
+    answered from the copy its watch keeps, and must be what the API server answers, with the
+    simulator's own writes at once and everybody else's once the watch brings them."""
+    configuration = copy.copy(harness.configuration)
+    watching = WatchingApiClient(configuration)
+    try:
+        watched = client.CoreV1Api(watching)
+
+        def names(api, **selector):
+            return sorted(
+                c.metadata.name for c in api.list_namespaced_config_map(namespace, **selector).items
+            )
+
+        assert names(watched) == names(core)  # the first list starts the collection's watch
+        body = {"metadata": {"name": "theirs", "labels": {"owner": "them"}}, "data": {"a": "1"}}
+        core.create_namespaced_config_map(namespace, body)
+        wait_for(lambda: "theirs" in names(watched), timeout=5, what="the watch to bring it")
+        assert watching.changed.is_set() and watching.events > 0
+        watched.create_namespaced_config_map(
+            namespace, {"metadata": {"name": "mine", "labels": {"owner": "me"}}}
+        )
+        assert "mine" in names(watched)  # no wait: its own write is in the copy
+        assert names(watched, label_selector="owner in (them)") == ["theirs"]
+        assert names(watched, label_selector="owner!=them") == names(
+            core, label_selector="owner!=them"
+        )
+        assert watched.read_namespaced_config_map("theirs", namespace).data == {"a": "1"}
+        core.patch_namespaced_config_map("theirs", namespace, {"data": {"a": "2"}})
+        wait_for(
+            lambda: watched.read_namespaced_config_map("theirs", namespace).data == {"a": "2"},
+            timeout=5,
+            what="the watch to bring the change",
+        )
+        core.delete_namespaced_config_map("theirs", namespace)
+        wait_for(lambda: "theirs" not in names(watched), timeout=5, what="the deletion")
+        with pytest.raises(ApiException) as gone:
+            watched.read_namespaced_config_map("theirs", namespace)
+        assert gone.value.status == 404
+        watched.delete_namespaced_config_map("mine", namespace)
+        assert names(watched) == names(core)
+    finally:
+        watching.close()

@@ -19,6 +19,7 @@ from tests.harness.controlplane import DEFAULT_STATE_DIR, api_client
 from tests.simulator import build_simulator
 from tests.simulator.admission import WebhookServer
 from tests.simulator.core import write_knobs
+from tests.simulator.informer import WatchingApiClient
 from tests.simulator.nodes import DEFAULT_NIC_TYPE, Hardware, Nic, register_nodes, remove_nodes
 
 
@@ -155,7 +156,11 @@ def _command(args, client: k8s.ApiClient) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     logging.getLogger("simulator").info("simulator running against %s", args.kubeconfig)
     webhooks = _webhooks(args, client)
-    build_simulator(client, webhooks=webhooks).run(stop)
+    watching = WatchingApiClient(client.configuration)
+    try:
+        build_simulator(watching, webhooks=webhooks).run(stop)
+    finally:
+        watching.close()
     return 0
 
 
