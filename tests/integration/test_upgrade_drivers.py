@@ -13,11 +13,10 @@ import re
 import signal
 import subprocess
 import threading
-import time
 from collections import Counter
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import ADMIN_USER, REPO_ROOT
@@ -53,8 +52,9 @@ def four_nodes_older(control_plane, run_playbook, harness, custom):
 
 
 class StateLog:
-    """Every node's two upgrade state labels, read every 0.1 s while a playbook runs: each
-    change in order, and the most nodes of each driver in progress at once."""
+    """Every node's two upgrade state labels, followed by a watch of the nodes while a playbook
+    runs: each change in order (a poll would miss a state the simulator passes through between
+    two reads), and the most nodes of each driver in progress at once."""
 
     def __init__(self, harness):
         self.core = client.CoreV1Api(harness)
@@ -64,25 +64,39 @@ class StateLog:
         self.busiest: dict[str, list[tuple[str, str, bool]]] = {DOCA: [], GPU: []}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
+        listed = self.core.list_node()
+        self.nodes = {node.metadata.name: node for node in listed.items}
+        self.version = listed.metadata.resource_version
+        self.last: dict[tuple[str, str], str | None] = {}
+        self.observe()
+
+    def observe(self) -> None:
+        for label in (DOCA, GPU):
+            moving = []
+            for node in self.nodes.values():
+                state = (node.metadata.labels or {}).get(label)
+                key = (node.metadata.name, label)
+                if self.last.get(key, state) != state:
+                    self.changes.append((node.metadata.name, label, state))
+                self.last[key] = state
+                if state not in IDLE:
+                    cordoned = bool(node.spec.unschedulable)
+                    moving.append((node.metadata.name, state, cordoned))
+            if len(moving) > self.most[label]:
+                self.most[label], self.busiest[label] = len(moving), moving
 
     def run(self) -> None:
-        last: dict[tuple[str, str], str | None] = {}
         while not self.stop.is_set():
-            nodes = self.core.list_node().items
-            for label in (DOCA, GPU):
-                moving = []
-                for node in nodes:
-                    state = (node.metadata.labels or {}).get(label)
-                    key = (node.metadata.name, label)
-                    if last.get(key, state) != state:
-                        self.changes.append((node.metadata.name, label, state))
-                    last[key] = state
-                    if state not in IDLE:
-                        cordoned = bool(node.spec.unschedulable)
-                        moving.append((node.metadata.name, state, cordoned))
-                if len(moving) > self.most[label]:
-                    self.most[label], self.busiest[label] = len(moving), moving
-            time.sleep(0.1)
+            for event in watch.Watch().stream(
+                self.core.list_node, resource_version=self.version, timeout_seconds=1
+            ):
+                node = event["object"]
+                self.version = node.metadata.resource_version
+                if event["type"] == "DELETED":
+                    self.nodes.pop(node.metadata.name, None)
+                else:
+                    self.nodes[node.metadata.name] = node
+                self.observe()
 
     def __enter__(self):
         self.thread.start()
