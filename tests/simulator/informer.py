@@ -220,18 +220,10 @@ class WatchingApiClient(client.ApiClient):
         with collection.lock:
             objects = list(collection.objects.values())
             version = collection.resource_version
+            obj = collection.objects.get((namespace, name))
         if name is not None:
             if query:
                 return None
-            obj = next(
-                (
-                    o
-                    for o in objects
-                    if o["metadata"]["name"] == name
-                    and (o["metadata"].get("namespace") or "") == namespace
-                ),
-                None,
-            )
             if obj is None:
                 return _answer(
                     404,
@@ -249,19 +241,15 @@ class WatchingApiClient(client.ApiClient):
         for obj in objects:
             if namespace and (obj["metadata"].get("namespace") or "") != namespace:
                 continue
-            for selector, judge in (("labelSelector", _selected), ("fieldSelector", _fields)):
-                if selector in query:
-                    value = query[selector][0]
-                    verdict = (
-                        judge(obj["metadata"].get("labels") or {}, value)
-                        if judge is _selected
-                        else judge(obj, value)
-                    )
-                    if verdict is None:
-                        return None
-                    if not verdict:
-                        break
-            else:
+            verdicts = [
+                _selected(obj["metadata"].get("labels") or {}, query["labelSelector"][0])
+                if "labelSelector" in query
+                else True,
+                _fields(obj, query["fieldSelector"][0]) if "fieldSelector" in query else True,
+            ]
+            if None in verdicts:
+                return None
+            if all(verdicts):
                 chosen.append(obj)
         chosen.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
         if accept == _METADATA:
