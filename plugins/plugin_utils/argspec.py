@@ -6,7 +6,8 @@ import json
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.module_utils.common.yaml import yaml_load
+
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import yaml_cache
 
 _SPEC_KEYS = ("type", "required", "choices", "default", "elements")
 
@@ -22,7 +23,7 @@ def _spec(options: dict) -> dict:
 
 def spec_of(documentation: str) -> dict:
     """The argument spec of the options a plugin's DOCUMENTATION declares."""
-    return _spec(yaml_load(documentation)["options"])
+    return _spec(yaml_cache.load(documentation)["options"])
 
 
 def plain(value):
@@ -34,7 +35,7 @@ def plain(value):
 def validate(documentation: str, filter_name: str, arguments: dict) -> dict:
     """The validated arguments (with defaults) as plain data, or AnsibleFilterError saying
     what was wrong."""
-    options = yaml_load(documentation)["options"]
+    options = yaml_cache.load(documentation)["options"]
     # Plain data first: the validator deep-copies what it is given, and a deep copy of a
     # templated value walks Ansible's lazy containers item by item (1.7 s for a plan with 8,000
     # persistent NIC names, 20 ms as plain data).

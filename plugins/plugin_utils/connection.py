@@ -20,7 +20,6 @@ import os
 from ansible.module_utils.common.arg_spec import ModuleArgumentSpecValidator
 from ansible.module_utils.common.json import Direction, get_module_encoder
 from ansible.module_utils.common.parameters import remove_values
-from ansible.module_utils.common.yaml import yaml_load
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -31,16 +30,17 @@ from ansible_collections.gpudirect.rdma.plugins.doc_fragments.cluster import (
 from ansible_collections.gpudirect.rdma.plugins.doc_fragments.role_options import (
     ModuleDocFragment as RoleOptions,
 )
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import yaml_cache
 
 PREFIX = "gpudirect_rdma_"
 # The collection's own options of every module that talks to the cluster (doc_fragments/cluster.py).
-CLUSTER_OPTIONS = tuple(yaml_load(ClusterOptions.DOCUMENTATION)["options"])
+CLUSTER_OPTIONS = tuple(yaml_cache.load(ClusterOptions.DOCUMENTATION)["options"])
 # kubernetes.core's options that the gpudirect_rdma_<option> variables give, as the roles declare
 # them (doc_fragments/role_options.py).
 CONNECTION_OPTIONS = tuple(
     option
     for option in (
-        name.removeprefix(PREFIX) for name in yaml_load(RoleOptions.DOCUMENTATION)["options"]
+        name.removeprefix(PREFIX) for name in yaml_cache.load(RoleOptions.DOCUMENTATION)["options"]
     )
     if option not in CLUSTER_OPTIONS
 )

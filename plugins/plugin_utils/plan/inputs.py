@@ -14,15 +14,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible.module_utils.common.yaml import yaml_load
-
 from ansible_collections.gpudirect.rdma.plugins.modules.plan import DOCUMENTATION
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import yaml_cache
 
 from . import checks
 from .checks import PlanError
 
 PREFIX = "gpudirect_rdma_"
-OPTIONS: dict[str, dict] = yaml_load(DOCUMENTATION)["options"]
+OPTIONS: dict[str, dict] = yaml_cache.load(DOCUMENTATION)["options"]
 TASK_ONLY = ("scope",)  # options of the task, which no inventory variable sets
 DEFAULTS = {name: spec.get("default") for name, spec in OPTIONS.items() if name not in TASK_ONLY}
 METHODS = tuple(OPTIONS["method"]["choices"])

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible.module_utils.common.yaml import yaml_load
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils import yaml_cache
 
 from ..message_size import MESSAGE_SIZE, bytes_of
 from . import checks
@@ -85,7 +85,7 @@ RULES: dict[str, Callable] = {
 @functools.cache
 def role_options(role: str) -> dict[str, dict]:
     """The options of a role's main entry point, as its meta/argument_specs.yml declares them."""
-    specs = yaml_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
+    specs = yaml_cache.load((ROLES / role / "meta" / "argument_specs.yml").read_text())
     return specs["argument_specs"]["main"].get("options", {})
 
 
