@@ -410,6 +410,9 @@ class Api:
             pair = f"{found.username}:{found.password}".encode()
             self._headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
         self._local = threading.local()  # the connection of each thread
+        # Kept-alive connections a thread gave back (release), for the next thread that needs one.
+        self._idle: list[http.client.HTTPConnection] = []
+        self._idle_lock = threading.Lock()
         self.sleep = time.sleep
 
     @property
@@ -494,6 +497,8 @@ class Api:
             if name != "Impersonate-Group":
                 headers[name] = value
         for attempt in (1, 2):
+            if self._connection is None:
+                self._connection = self._idle_connection()
             reused = self._connection is not None
             if not reused:
                 self._connection = self._connect(timeout)
@@ -535,6 +540,18 @@ class Api:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+    def release(self) -> None:
+        """Give the calling thread's connection, kept alive, to the next thread that needs one
+        (the reads made in parallel, round after round, open their connections once)."""
+        if self._connection is not None:
+            with self._idle_lock:
+                self._idle.append(self._connection)
+            self._connection = None
+
+    def _idle_connection(self) -> http.client.HTTPConnection | None:
+        with self._idle_lock:
+            return self._idle.pop() if self._idle else None
 
 
 def _seconds(value: str | None) -> float | None:

@@ -226,6 +226,10 @@ class Cluster:
         """Close the calling thread's connection."""
         self.api.close()
 
+    def release(self) -> None:
+        """Give the calling thread's connection to the next thread that needs one."""
+        self.api.release()
+
     @contextlib.contextmanager
     def requesting(self, request: str):
         """Remember request; turn a connection error into ApiFailure naming it and the

@@ -146,9 +146,10 @@ class Reads:
                     with contextlib.suppress(Exception):
                         self._fetch(*job)
             finally:
-                close = getattr(self.cluster, "close", None)
-                if close:
-                    close()  # this thread's connection
+                # This thread's connection: kept alive for the threads of the next round.
+                release = getattr(self.cluster, "release", None)
+                if release:
+                    release()
 
         count = min(PREFETCH_CONNECTIONS, len(jobs))
         threads = [threading.Thread(target=work, daemon=True) for _number in range(count)]

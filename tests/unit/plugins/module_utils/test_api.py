@@ -220,6 +220,30 @@ def test_each_thread_asks_on_a_connection_of_its_own_and_closes_it(server):
     assert [path for path, _auth in Handler.answered] == ["/main", "/other", "/main-again"]
 
 
+def test_a_connection_given_back_is_taken_by_the_next_thread_that_asks(server):
+    connection = api.Api(api.Settings(server=server, token="t"))  # noqa: S106
+    used = {}
+
+    def ask(path):
+        connection.request("GET", path)
+        used[path] = connection._connection
+        connection.release()
+        used[path + " after"] = connection._connection
+
+    for path in ("/first", "/close", "/third"):
+        thread = threading.Thread(target=ask, args=(path,))
+        thread.start()
+        thread.join()
+    assert used["/first after"] is None
+    assert used["/close"] is used["/first"]  # the second thread opened none of its own
+    # The server closed that one after /close: the third thread's request on it failed at once,
+    # and it was made again, without an error, on a new connection.
+    assert used["/third"] is not used["/close"]
+    assert [path for path, _auth in Handler.answered] == ["/first", "/close", "/third"]
+    connection.request("GET", "/main")  # the main thread, too, takes the one given back
+    assert connection._connection is used["/third"]
+
+
 def test_an_answer_asking_to_come_back_later_is_asked_again(server):
     connection = api.Api(api.Settings(server=server))
     waits = []

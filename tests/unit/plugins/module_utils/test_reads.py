@@ -128,7 +128,7 @@ class Slow(Counting):
         super().__init__(objects, not_served)
         self.failing = set(failing)
         self.threads: set[str] = set()
-        self.closed: list[str] = []
+        self.released: list[str] = []
         self.lock = threading.Lock()
 
     def _asked(self, api_version, kind):
@@ -147,8 +147,8 @@ class Slow(Counting):
         self._asked(api_version, kind)
         return super().get(api_version, kind, name, namespace)
 
-    def close(self):
-        self.closed.append(threading.current_thread().name)
+    def release(self):
+        self.released.append(threading.current_thread().name)
 
 
 def reads_of_a_run() -> list[tuple]:
@@ -193,7 +193,8 @@ def test_a_prefetch_asks_several_at_a_time_and_the_reads_after_it_ask_nothing():
     )
     assert seconds < 0.25, seconds
     assert len(cluster.threads) == PREFETCH_CONNECTIONS
-    assert sorted(cluster.closed) == sorted(cluster.threads)  # each thread's connection closed
+    # each thread's connection given back, for the next round's threads
+    assert sorted(cluster.released) == sorted(cluster.threads)
     asked = len(cluster.requests)
     assert reads.get(*POLICY, "nic-cluster-policy")["kind"] == "NicClusterPolicy"
     assert reads.get(*NAD, "rdma-rail-1", "gpudirect-rdma") is not None
