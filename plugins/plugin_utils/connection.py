@@ -116,7 +116,9 @@ class ModuleHere:
         if self._warnings:
             result["warnings"] = list(self._warnings)
         printed = json.loads(json.dumps(result, default=_jsonable))
-        raise Exited(remove_values(printed, self._no_log_values))
+        if self._no_log_values:  # else masking would copy the plan and every object for nothing
+            printed = remove_values(printed, self._no_log_values)
+        raise Exited(printed)
 
     def fail_json(self, msg: str, **result):
         self.exit_json(**{**result, "failed": True, "msg": msg})
