@@ -301,6 +301,14 @@ def olm_cluster(plan: dict, listed: dict | None = None, empty: bool = False) -> 
                 for name in ("redhat-operators", "certified-operators")
             ],
             "Node": nodes,
+            # A get of a CSV lists its namespace (Reads): each Subscription's installed CSV.
+            "ClusterServiceVersion": [
+                {
+                    "metadata": {"name": csv or "operator.v1", "namespace": namespace},
+                    "status": {"phase": "Succeeded"},
+                }
+                for (namespace, _subscription), csv in pinned.items()
+            ],
             **(listed or {}),
         },
         existing={

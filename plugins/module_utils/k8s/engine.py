@@ -115,10 +115,12 @@ class Engine:
         self.work: list[str] = []
 
     # -- before the first write ---------------------------------------------------------------
-    def check(self) -> list[dict]:
+    def check(self, names: list[str] | None = None) -> list[dict]:
         """The preflight findings of the plan (every object it applies, whichever steps this run
         asks for, so that no step starts what a later one could not finish); PreflightFailed on
-        an error. With an earlier verdict, only the checks it left skipped."""
+        an error. With an earlier verdict, only the checks it left skipped. In check mode, the
+        reads of the operators' CSVs that the steps of names judge next are made beside
+        preflight's."""
         objects = [o for step in table.STEPS for o in self._objects(step, None)]
         self.findings, self.verdict = preflight.judge(
             self.reads,
@@ -128,6 +130,7 @@ class Engine:
             self.cluster.server,
             self.decided,
             self.replacing,
+            self._csv_lists(names) if self.check_mode and names else (),
         )
         if any(f["severity"] == "error" for f in self.findings):
             raise PreflightFailed(self.findings, (self.decided or {}).get("written"))
@@ -135,8 +138,7 @@ class Engine:
 
     # -- the steps ----------------------------------------------------------------------------
     def run(self, names: list[str]) -> None:
-        self.check()
-        self._prefetch_csvs(names)
+        self.check(names)
         for name in names:
             self._run_step(table.step(name))
 
@@ -151,8 +153,7 @@ class Engine:
         # authorizer), so that a read-only role may run it.
         self.applier.server_dry_run = False
         with contextlib.suppress(PreflightFailed):  # its findings are the survey's
-            self.check()
-        self._prefetch_csvs(names)
+            self.check(names)
         for name in names:
             step = table.step(name)
             first = len(self.applier.results)
@@ -168,18 +169,16 @@ class Engine:
                     }
                 )
 
-    def _prefetch_csvs(self, names: list[str]) -> None:
-        """In check mode, the operators' CSVs the steps judge, several at a time."""
-        if not self.check_mode:
-            return
+    def _csv_lists(self, names: list[str]) -> tuple[tuple, ...]:
         steps = [table.step(name) for name in names]
-        operators = [
-            o
-            for step in steps
-            if step.enabled(self.plan)
-            for o in table.operator_objects(self.plan, step)
-        ]
-        self.reads.prefetch(olm.csv_reads(self.reads, operators))
+        return olm.csv_lists(
+            [
+                o
+                for step in steps
+                if step.enabled(self.plan)
+                for o in table.operator_objects(self.plan, step)
+            ]
+        )
 
     def _settings(self, step: table.Step) -> dict:
         """The step's settings: as given (the role variables), else as the step declares them."""

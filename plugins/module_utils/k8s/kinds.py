@@ -64,6 +64,14 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("sriovnetwork.openshift.io/v1", "SriovOperatorConfig"): ("sriovoperatorconfigs", True),
 }
 
-# Kinds of which a get lists the object's namespace once instead (Reads): the RDMA method steps'
-# gates ask for one NetworkAttachmentDefinition per rail, all in the network namespace.
-LISTED_BY_NAMESPACE = frozenset({("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition")})
+# Kinds of which a get lists the object's namespace once instead (Reads), with the label selector
+# of that list: the RDMA method steps' gates ask for one NetworkAttachmentDefinition per rail,
+# all in the network namespace; a converged run reads each operator's CSV, which a list of its
+# namespace brings in the first round of reads, without the Subscription that names it. The
+# copies OLM makes of an AllNamespaces operator's CSV in every namespace (labelled olm.copiedFrom,
+# OLM's v1alpha1.CopiedLabelKey) are left out: they can be many and large, and nothing here reads
+# a copy.
+LISTED_BY_NAMESPACE: dict[tuple[str, str], str | None] = {
+    ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"): None,
+    ("operators.coreos.com/v1alpha1", "ClusterServiceVersion"): "!olm.copiedFrom",
+}

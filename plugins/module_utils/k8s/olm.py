@@ -273,19 +273,14 @@ def install(
     return result
 
 
-def csv_reads(cluster, objects: list[dict]) -> list[tuple]:
-    """The reads of the CSVs that wait_for_csv will make for the Subscriptions of objects, as
-    they stand now (for a prefetch: reads.Reads.prefetch)."""
-    found = []
-    for subscription in objects:
-        if subscription["kind"] != "Subscription":
-            continue
-        name, namespace = subscription["metadata"]["name"], subscription["metadata"]["namespace"]
-        status = (cluster.get(OLM, "Subscription", name, namespace) or {}).get("status") or {}
-        csv_name = status.get("installedCSV") or status.get("currentCSV")
-        if csv_name:
-            found.append((OLM, "ClusterServiceVersion", csv_name, namespace, None))
-    return found
+def csv_lists(objects: list[dict]) -> tuple[tuple, ...]:
+    """The lists of the Subscriptions' namespaces' CSVs among objects, which answer the reads of
+    the CSVs that wait_for_csv makes (a get of a CSV lists its namespace once: Reads), for a
+    prefetch: they need no Subscription read first, so they go beside the preflight's."""
+    namespaces = dict.fromkeys(
+        o["metadata"]["namespace"] for o in objects if o["kind"] == "Subscription"
+    )
+    return tuple((OLM, "ClusterServiceVersion", None, n, None) for n in namespaces)
 
 
 def installed_elsewhere(cluster, settings: dict) -> str | None:

@@ -474,9 +474,16 @@ def _reads(plan: dict, objects: list[dict], checks: list[Check]) -> list[Read]:
     return list(dict.fromkeys(read for check in checks for read in check.reads(plan, objects)))
 
 
-def gather(cluster, plan: dict, objects: list[dict], checks: list[Check] | None = None) -> Facts:
+def gather(
+    cluster,
+    plan: dict,
+    objects: list[dict],
+    checks: list[Check] | None = None,
+    ahead: tuple[tuple, ...] = (),
+) -> Facts:
     """Make every read the checks need, once (the caller turns an unreachable API server into
-    api_error, and a refused read, Forbidden, into forbidden)."""
+    api_error, and a refused read, Forbidden, into forbidden). ahead: reads the caller makes
+    next, made in the same round (api_version, kind, name, namespace, label_selector)."""
     checks = checks_of(plan) if checks is None else checks
     found: list[dict] = []
     not_served: set[tuple[str, str]] = set()
@@ -485,9 +492,14 @@ def gather(cluster, plan: dict, objects: list[dict], checks: list[Check] | None 
     prefetch = getattr(cluster, "prefetch", None)
     if prefetch:  # several at a time; a read that depends on what others find waits for them
         prefetch(
-            (r.api_version, r.kind, r.name, r.namespace, r.label_selector)
-            for r in reads
-            if not r.unless and (r.name is None or (r.api_version, r.kind) not in listed)
+            [
+                *(
+                    (r.api_version, r.kind, r.name, r.namespace, r.label_selector)
+                    for r in reads
+                    if not r.unless and (r.name is None or (r.api_version, r.kind) not in listed)
+                ),
+                *ahead,
+            ]
         )
     seen: set[tuple] = set()
     # In the checks' order (the first read says whether this is OpenShift at all); an object of a
@@ -564,19 +576,20 @@ def judge(
     server: str | None,
     decided: dict | None = None,
     replacing: tuple[Check, ...] = (),
+    ahead: tuple[tuple, ...] = (),
 ) -> tuple[list[dict], dict]:
     """gather, then evaluate; a first read the user may not make (Forbidden) is the finding that
     says who may not do what and the fix. decided: an earlier run's verdict for this plan (its
     checks that ran are not judged again); replacing: checks judged instead of those of the same
-    name (an upgrade judges operator-versions its own way). Returns the findings of this run and
-    the verdict."""
+    name (an upgrade judges operator-versions its own way); ahead: reads the caller makes next
+    (gather). Returns the findings of this run and the verdict."""
     instead = {check.name: check for check in replacing}
     checks = [instead.get(check.name, check) for check in checks_of(plan)]
     earlier = decided if decided and decided.get("plan") == digest(plan) else None
     if earlier:
         checks = [c for c in checks if c.name in earlier["pending"]]
     try:
-        facts = gather(reader, plan, objects, checks)
+        facts = gather(reader, plan, objects, checks, ahead)
     except Forbidden as error:
         facts = Facts(server=server or "", forbidden=str(error))
     by_check = _by_check(plan, objects, facts, take_over, checks)

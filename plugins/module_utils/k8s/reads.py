@@ -6,8 +6,9 @@ from it (a namespace or a label selector applied here, with kubernetes.core's la
 filter). A get of a kind the collection manages, that nobody listed, lists the collection's
 objects of that kind once (one request for every planned object of the kind) and asks by name
 only for a name that list lacks: an object of somebody else, or one that does not exist. A get
-of a kind of kinds.LISTED_BY_NAMESPACE lists the namespace once (a NetworkAttachmentDefinition
-per rail, one request for all). Any other get is asked once by name. Writes go through to the
+(or a list of one namespace) of a kind of kinds.LISTED_BY_NAMESPACE lists the namespace once,
+with the kind's selector there (a NetworkAttachmentDefinition per rail, one request for all).
+Any other get is asked once by name. Writes go through to the
 cluster and forget what was kept of their kind, so a read after a write sees the write.
 
 This is how a converged re-run of site.yml decides everything in about one request per kind.
@@ -119,7 +120,17 @@ class Reads:
         key = (api_version, kind)
         if key not in self._all and OWNED in requirements(label_selector):
             return matching(self.owned(api_version, kind), namespace, label_selector)
+        if key not in self._all and key in LISTED_BY_NAMESPACE and namespace:
+            return matching(self._namespace(key, namespace), None, label_selector)
         return matching(self._list_once(self._all, key), namespace, label_selector)
+
+    def _namespace(self, key: tuple, namespace: str) -> list[dict]:
+        return self._list_once(
+            self._in_namespace,
+            (*key, namespace),
+            namespace=namespace,
+            label_selector=LISTED_BY_NAMESPACE[key],
+        )
 
     def prefetch(self, reads) -> None:
         """Make the requests that reads (each api_version, kind, name, namespace, label_selector;
@@ -167,8 +178,9 @@ class Reads:
         if name is None:
             if OWNED in requirements(label_selector):
                 return None if key in self._owned else ("owned", key)
-            return ("all", key)
-        if key in MANAGED_KINDS:
+            if not (key in LISTED_BY_NAMESPACE and namespace):
+                return ("all", key)
+        elif key in MANAGED_KINDS:
             return None if key in self._owned else ("owned", key)
         if key in LISTED_BY_NAMESPACE and namespace:
             return (
@@ -185,7 +197,7 @@ class Reads:
         elif store == "owned":
             self._list_once(self._owned, key, label_selector=OWNED)
         elif store == "namespace":
-            self._list_once(self._in_namespace, key, namespace=key[2])
+            self._namespace(key[:2], key[2])
         else:
             self._named[key] = self.cluster.get(*key)
 
@@ -207,8 +219,7 @@ class Reads:
             if found is not None:
                 return found
         if key in LISTED_BY_NAMESPACE and namespace:
-            listed = self._list_once(self._in_namespace, (*key, namespace), namespace=namespace)
-            return _named(listed, name, namespace)
+            return _named(self._namespace(key, namespace), name, namespace)
         named = (api_version, kind, name, namespace)
         if named not in self._named:
             self._named[named] = self.cluster.get(api_version, kind, name, namespace)

@@ -54,8 +54,13 @@ def as_applied(obj: dict) -> dict:
 
 
 def selected(labels: dict, selector: str | None) -> bool:
-    wanted = dict(r.split("=", 1) for r in (selector or "").split(",") if "=" in r)
-    return all(labels.get(k) == v for k, v in wanted.items())
+    """Equality (key=value) and does-not-exist (!key) requirements, the forms the code sends."""
+    requirements = [r for r in (selector or "").split(",") if r]
+    wanted = dict(r.split("=", 1) for r in requirements if "=" in r)
+    absent = [r[1:] for r in requirements if r.startswith("!")]
+    return all(labels.get(k) == v for k, v in wanted.items()) and not any(
+        k in labels for k in absent
+    )
 
 
 class ApiError(Exception):
@@ -264,11 +269,16 @@ def test_a_cluster_as_planned_is_converged_having_checked_every_object_in_one_re
     assert judged == planned
     assert {r["action"] for r in engine.applier.results} == {"unchanged"}
     assert cluster.dry_runs == []
-    # One read of each kind of object, but the CSVs, read by name (one per operator).
+    # One read of each kind of object, but the CSVs, listed by namespace (one per operator),
+    # and with the preflight's reads, before any step.
     lists = [kind for verb, kind in cluster.reads if verb == "list"]
-    assert len(lists) == len(set(lists)), lists
-    gets = [kind for verb, kind in cluster.reads if verb == "get"]
-    assert gets.count("ClusterServiceVersion") == 4
+    assert len(lists) - 3 == len(set(lists)), lists
+    assert lists.count("ClusterServiceVersion") == 4
+    assert "ClusterServiceVersion" not in [kind for verb, kind in cluster.reads if verb == "get"]
+    # ... in the preflight's round, before any step: the check alone makes them.
+    cluster.reads.clear()
+    Engine(cluster, plan, check_mode=True).check(list(table.NAMES))
+    assert cluster.reads.count(("list", "ClusterServiceVersion")) == 4
     # 32: the driver rollout gates add the DaemonSets (the nodes and pods are read already), the
     # driver-toolkit check its ImageStream.
     assert len(cluster.reads) <= 32, cluster.reads

@@ -22,6 +22,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.reads import (
 NAD = ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition")
 POLICY = ("mellanox.com/v1alpha1", "NicClusterPolicy")
 SECRET = ("v1", "Secret")
+CSV = ("operators.coreos.com/v1alpha1", "ClusterServiceVersion")
 OURS = {MANAGED_BY_LABEL: MANAGED_BY}
 
 
@@ -100,6 +101,25 @@ def test_the_networks_of_a_namespace_are_one_list_and_a_secret_is_never_listed()
         ("list", "NetworkAttachmentDefinition", "elsewhere", None),
         ("get", "Secret", "gpudirect-rdma", "pull"),
     ]
+
+
+def test_the_csvs_of_a_namespace_are_one_list_without_olms_copies():
+    """A CSV get lists its namespace once, leaving out the copies OLM makes of an AllNamespaces
+    operator's CSV in every namespace; a list of that namespace (a prefetch's) answers it."""
+    cluster = Counting({CSV: [item("gpu-operator-certified.v26.7.2", "nvidia-gpu-operator")]})
+    reads = Reads(cluster)
+    assert reads.list(*CSV, namespace="nvidia-gpu-operator")[0]["kind"] == CSV[1]
+    assert reads.get(*CSV, "gpu-operator-certified.v26.7.2", "nvidia-gpu-operator") is not None
+    assert reads.get(*CSV, "other.v1", "nvidia-gpu-operator") is None
+    assert cluster.requests == [("list", CSV[1], "nvidia-gpu-operator", "!olm.copiedFrom")]
+    reads = Reads(cluster)
+    reads.prefetch([(*CSV, None, "nvidia-network-operator", None), (*NAD, None, None, None)])
+    assert reads.get(*CSV, "nvidia-network-operator.v26.7.1", "nvidia-network-operator") is None
+    assert (
+        cluster.requests[1:].count(("list", CSV[1], "nvidia-network-operator", "!olm.copiedFrom"))
+        == 1
+    )
+    assert len(cluster.requests) == 3
 
 
 def test_a_write_makes_the_next_read_of_its_kind_ask_again():
