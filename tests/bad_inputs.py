@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan.inputs import DEFAULTS
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 INVENTORIES = REPO_ROOT / "inventories"
 PREFIX = "gpudirect_rdma_"
@@ -1239,3 +1241,52 @@ CASES: list[BadInput] = [
 
 IDS = [case.id for case in CASES]
 assert len(set(IDS)) == len(IDS), "case ids are unique"
+
+# The playbooks that validate, and the task of each that does (its first) with its action.
+FIRST_TASK = {
+    "site": (
+        "Plan from the inventory, check the cluster, is anything left to do? (reads only)",
+        "gpudirect.rdma.step",
+    ),
+    "verify": ("Plan the configuration from the inventory", "gpudirect.rdma.plan"),
+    "uninstall": ("Check the settings in the inventory", "gpudirect.rdma.plan"),
+}
+PLAYBOOKS = {name: REPO_ROOT / "playbooks" / f"{name}.yml" for name in FIRST_TASK}
+RUNS = [(case, playbook) for case in CASES for playbook in case.playbooks]
+
+
+def kind(case: BadInput, playbook: str) -> tuple[str, str, str]:
+    """What a run shares with others of its kind: the playbook; how the bad value arrives (set
+    or unset in the inventory, or an extra variable, as a survey gives it); and what the name is
+    (a plan input, a setting of the collection, a role's setting, or no variable at all)."""
+    arrives = "extra" if case.extra else "unset" if case.unset and not case.set else "set"
+    name = case.variable.split("[")[0].split(".")[0]
+    if case.value is None:
+        what = "no variable"
+    elif name.startswith(ROLE_PREFIXES):
+        what = "role setting"
+    elif name.removeprefix(PREFIX) in DEFAULTS:
+        what = "plan input"
+    else:
+        what = "setting"
+    return playbook, arrives, what
+
+
+# The first run of each kind, run by ansible-playbook against the control plane
+# (tests/integration/test_bad_inputs.py); every run goes through its playbook's first task in
+# one process (tests/unit/test_bad_inputs.py, tests/harness/first_task.py).
+END_TO_END: list[tuple[BadInput, str]] = []
+for _run in RUNS:
+    if kind(*_run) not in {kind(*chosen) for chosen in END_TO_END}:
+        END_TO_END.append(_run)
+
+
+def write_inventory(folder: Path, case: BadInput) -> Path:
+    """The broken inventory as files (hosts.yml and group_vars/all.yml), in folder."""
+    (folder / "group_vars").mkdir(parents=True)
+    hosts = INVENTORIES / case.inventory / "hosts.yml"
+    (folder / "hosts.yml").write_text(hosts.read_text())
+    (folder / "group_vars" / "all.yml").write_text(
+        yaml.safe_dump(case.inventory_variables(), sort_keys=False)
+    )
+    return folder

@@ -1,7 +1,9 @@
 """The table of malformed inventories (tests/bad_inputs.py) against the local control plane: for
-each case, playbooks/site.yml (and verify.yml or uninstall.yml where the case concerns them) fails
-at its first task, the validation, with a message naming the variable, the bad value and what is
-allowed, and the API server's audit log shows no write request by the run's user.
+a case of each kind (tests/bad_inputs.py, END_TO_END: each playbook, each way a bad value arrives,
+each sort of name), the playbook fails at its first task, the validation, with a message naming
+the variable, the bad value and what is allowed, and the API server's audit log shows no write
+request by the run's user. Every case of the table goes through its playbooks' first task in
+tests/unit/test_bad_inputs.py, as these runs do, in one process.
 
 One ansible-playbook per case and playbook, several at a time: each run has a user of its own (a
 client certificate the test issues), so the audit log tells the runs apart. Two controls keep the
@@ -22,32 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client
 
-from tests.bad_inputs import CASES, INVENTORIES, BadInput
+from tests.bad_inputs import END_TO_END, FIRST_TASK, PLAYBOOKS, write_inventory
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import MASTERS, REPO_ROOT
 from tests.integration.helpers import playbook_command, playbook_env
 
-PLAYBOOKS = {
-    "site": REPO_ROOT / "playbooks" / "site.yml",
-    "verify": REPO_ROOT / "playbooks" / "verify.yml",
-    "uninstall": REPO_ROOT / "playbooks" / "uninstall.yml",
-}
-# The task of each playbook that validates (its first), and its action.
-FIRST_TASK = {
-    "site": (
-        "Plan from the inventory, check the cluster, is anything left to do? (reads only)",
-        "gpudirect.rdma.step",
-    ),
-    "verify": ("Plan the configuration from the inventory", "gpudirect.rdma.plan"),
-    "uninstall": ("Check the settings in the inventory", "gpudirect.rdma.plan"),
-}
 CONTROL_PLAYBOOK = REPO_ROOT / "tests" / "integration" / "playbooks" / "configmap.yml"
 # ansible-playbook is mostly start-up; two cores run four of them at a time without waiting.
 WORKERS = int(os.environ.get("GPUDIRECT_RDMA_BAD_INPUT_WORKERS", "4"))
-RUNS = [(case, playbook) for case in CASES for playbook in case.playbooks]
+RUNS = END_TO_END
 
 
 @dataclass
@@ -68,16 +55,6 @@ class Run:
                 if result.get("failed"):
                     return task["task"]["name"], result.get("action", ""), result.get("msg", "")
         raise AssertionError(f"no task failed: {json.dumps(self.output['stats'])}")
-
-
-def write_inventory(folder: Path, case: BadInput) -> Path:
-    (folder / "group_vars").mkdir(parents=True)
-    hosts = INVENTORIES / case.inventory / "hosts.yml"
-    (folder / "hosts.yml").write_text(hosts.read_text())
-    (folder / "group_vars" / "all.yml").write_text(
-        yaml.safe_dump(case.inventory_variables(), sort_keys=False)
-    )
-    return folder
 
 
 def ansible_playbook(
