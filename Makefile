@@ -75,8 +75,12 @@ lint: venv ## yamllint, ruff, ansible-lint (production profile)
 	ANSIBLE_HOME=$(CURDIR)/.cache/ansible-lint $(BIN)/ansible-lint --profile production
 
 .PHONY: unit
-unit: venv ## unit tests (no cluster)
+unit: venv monitoring-tools ## unit tests (no cluster)
 	$(BIN)/pytest -n $(UNIT_WORKERS) tests/unit
+
+.PHONY: monitoring-tools
+monitoring-tools: ## promtool and the prometheus-operator CRDs from the Go module proxy, for the rules' tests (cached outside the repository)
+	bash hack/build-monitoring-tools.sh >/dev/null
 
 .PHONY: sanity
 sanity: venv ## ansible-test sanity, every test, on the venv's Python (no Docker, no Galaxy)

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Build the monitoring tools the tests run for real from the Go module proxy, and keep them
+# outside the repository: promtool (github.com/prometheus/prometheus), and the
+# prometheus-operator CRDs (ServiceMonitor, PrometheusRule, ...) from its module's
+# example/prometheus-operator-crd/.
+#
+# Prints the directory that holds them last on stdout (promtool, crds/).
+#
+#   GPUDIRECT_RDMA_CACHE  cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/gpudirect-rdma)
+#   PROMETHEUS_VERSION    github.com/prometheus/prometheus module version (default v0.316.0,
+#                         Prometheus 3.16)
+#   PROMETHEUS_OPERATOR_VERSION  github.com/prometheus-operator/prometheus-operator module
+#                         version of the CRDs (default v0.85.0)
+set -euo pipefail
+
+log() { printf '[build-monitoring-tools] %s\n' "$*" >&2; }
+
+PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
+PROMETHEUS_OPERATOR_VERSION="${PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
+CACHE_ROOT="${GPUDIRECT_RDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpudirect-rdma}"
+DIR="${CACHE_ROOT}/monitoring/prometheus-${PROMETHEUS_VERSION}-operator-${PROMETHEUS_OPERATOR_VERSION}"
+
+complete() {
+  [[ -x "$1/promtool" && -f "$1/crds/monitoring.coreos.com_prometheusrules.yaml" ]]
+}
+if complete "${DIR}"; then
+  log "cached: ${DIR}"
+  echo "${DIR}"
+  exit 0
+fi
+
+# One build per version at a time; each run builds into a directory of its own and moves it into
+# place in one rename, so that no run removes another's work.
+mkdir -p "${CACHE_ROOT}/monitoring"
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"${DIR}.lock"
+  if ! flock --nonblock 9; then
+    log "another build runs (lock ${DIR}.lock); waiting for it"
+    flock 9
+  fi
+  if complete "${DIR}"; then
+    log "cached (built by the other run): ${DIR}"
+    echo "${DIR}"
+    exit 0
+  fi
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  log "the go command is needed to build promtool (Go 1.24+)"
+  exit 1
+fi
+
+export GOWORK=off GOTOOLCHAIN=local GOFLAGS="-mod=mod -buildvcs=false"
+started=$(date +%s)
+work="$(mktemp -d "${CACHE_ROOT}/monitoring/build.XXXXXX")"
+trap 'rm -rf "${work}"' EXIT
+mkdir -p "${work}/out/crds"
+
+# As Prometheus's own build makes it (.promu.yml): the netgo tag and the version in the binary.
+# Module v0.MMM.P is Prometheus MMM/100 . MMM%100 . P (v0.316.0 is 3.16.0).
+module_minor="${PROMETHEUS_VERSION#v0.}"
+module_patch="${module_minor#*.}"
+module_minor="${module_minor%%.*}"
+release="$(( module_minor / 100 )).$(( module_minor % 100 )).${module_patch}"
+version_package=github.com/prometheus/common/version
+log "building promtool ${release} (github.com/prometheus/prometheus ${PROMETHEUS_VERSION})"
+GOBIN="${work}/out" go install -tags netgo \
+  -ldflags "-X ${version_package}.Version=${release} -X ${version_package}.Revision=${PROMETHEUS_VERSION}" \
+  "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}"
+
+log "the CRDs of github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}"
+module_dir="$(go mod download -json \
+  "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}" |
+  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+cp "${module_dir}"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "${work}/out/crds/"
+chmod u+w "${work}/out/crds/"*
+
+rm -rf "${DIR}"
+mv "${work}/out" "${DIR}"
+log "built in $(( $(date +%s) - started ))s: ${DIR}"
+echo "${DIR}"
