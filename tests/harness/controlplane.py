@@ -60,7 +60,7 @@ _AUDIT_POLICY = {
         # The server's own loopback traffic and health probes say nothing about a run.
         {"level": "None", "users": ["system:apiserver"]},
         {"level": "None", "nonResourceURLs": ["/healthz*", "/readyz*", "/livez*"]},
-        # The reads of the controller manager, the simulator (it polls five times a second) and
+        # The reads of the controller manager, the simulator (its watches' lists) and
         # the tests' own set-up; their writes are kept. Without this the log grows by about
         # 10 MB a minute.
         {

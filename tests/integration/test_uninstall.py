@@ -226,6 +226,16 @@ def exists(kube, obj: dict) -> bool:
     return obj["kind"] != "Namespace" or found.status.phase == "Active"
 
 
+def still_there(kube, obj: dict) -> bool:
+    """Whether the object is still there, terminating or not (exists() counts only Active)."""
+    metadata = obj["metadata"]
+    try:
+        _resource(kube, obj).get(name=metadata["name"], namespace=metadata.get("namespace"))
+    except NotFoundError:
+        return False
+    return True
+
+
 def delete(kube, obj: dict) -> None:
     metadata = obj["metadata"]
     with contextlib.suppress(NotFoundError):
@@ -285,6 +295,11 @@ def users_objects(kube):
     yield theirs
     for obj in reversed(theirs):
         delete(kube, obj)
+    # A Namespace goes after its namespace controller emptied it: the next case's Pod would be
+    # refused while it is still terminating.
+    wait_for(
+        lambda: not any(still_there(kube, obj) for obj in theirs), what="the user's objects gone"
+    )
 
 
 @pytest.mark.parametrize("inventory", CONFIGURATIONS)

@@ -294,9 +294,9 @@ def write_knobs(api_client: client.ApiClient, knobs: dict) -> None:
 
 
 class Simulator:
-    """The loop: every `interval` it asks the API server whether anything was written since its
-    last tick (the store's revision, one cheap list), and ticks only then, when a watch of its
-    WatchingApiClient brought news (which wakes it at once), when a step its gate held back falls
+    """The loop: every `interval` it looks whether anything was written since its last tick (the
+    count of its WatchingApiClient's watch events, or else the store's revision: see revision),
+    and ticks only then (a watch's news wakes it at once), when a step its gate held back falls
     due, or once `idle` seconds have passed without a tick while something follows the clock (a
     delay or flapping knob, or a controller's request the API server refused, tried again), else
     once `quiet` seconds have. A tick whose writes moved the revision is followed by the next at
@@ -325,13 +325,19 @@ class Simulator:
         self.clock_bound = True  # until the first tick has read the knobs
 
     def revision(self) -> str:
-        """The store's revision: the resourceVersion of a list, which moves with every write to
-        any object of the cluster; with a WatchingApiClient, also the count of the changes its
-        watches brought (a watch's news may come just after the write moved the revision)."""
+        """What moves when something the controllers read was written. With a WatchingApiClient:
+        the count of the changes its watches brought, no request at all (every read of a tick,
+        lists and gets alike, comes from a watched copy; a read it passes on to the API server
+        is caught up by the idle or quiet tick). Else the store's revision: the resourceVersion
+        of a list, which moves with every write to any object of the cluster. Asking the API
+        server five times a second was most of an idle control plane's CPU."""
+        events = getattr(self.api_client, "events", None)
+        if events is not None:
+            return f"events/{events}"
         listed = client.CoreV1Api(self.api_client).list_namespaced_config_map(
             KNOBS_NAMESPACE, limit=1
         )
-        return f"{listed.metadata.resource_version}/{getattr(self.api_client, 'events', 0)}"
+        return listed.metadata.resource_version
 
     def tick(self) -> None:
         began = time.monotonic()

@@ -5,9 +5,10 @@ lists of one tick cost it about forty requests, and the ticks of four control pl
 of the API servers' CPU in a test run. WatchingApiClient is a kubernetes ApiClient that answers
 those reads itself:
 
-- the first list of a collection (every object of a kind; `/api/v1/pods`, or
-  `/apis/<group>/<version>/<plural>`, all namespaces) goes to the API server, and a watch from its
-  resourceVersion keeps a copy of the collection from then on (a thread per collection);
+- the first read of a collection (a list, or a get of one of its objects: every object of the
+  kind, `/api/v1/pods` or `/apis/<group>/<version>/<plural>`, all namespaces, is listed) goes to
+  the API server, and a watch from its resourceVersion keeps a copy of the collection from then
+  on (a thread per collection);
 - later lists of it, all namespaces or one, with a label selector or a `metadata.name` or
   `metadata.namespace` field selector, and reads of one of its objects, are answered from the
   copy, in the API server's JSON, so the typed and the dynamic clients parse them as before;
@@ -211,9 +212,9 @@ class WatchingApiClient(client.ApiClient):
         key = (found["prefix"], found["plural"])
         collection = self._collections.get(key)
         if collection is None:
-            if found["name"] is None:
-                return self._start(key, found, query, accept)
-            return None
+            if found["name"] is not None and query:
+                return None
+            return self._start(key, found, query, accept)
         if not collection.synced:
             return None
         namespace, name = found["namespace"] or "", found["name"]
