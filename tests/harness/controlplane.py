@@ -39,6 +39,7 @@ from pathlib import Path
 
 import yaml
 
+from tests import yaml_files
 from tests.harness.certs import CertificateAuthority, KeyPair, write_service_account_keys
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -737,7 +738,7 @@ def load_crds(kubeconfig: Path, files: list[Path], deadline: float) -> None:
     api = client.ApiextensionsV1Api(api_client(kubeconfig))
     names = []
     for path in files:
-        for document in yaml.safe_load_all(path.read_text()):
+        for document in yaml_files.load_all(path.read_text()):
             if not document:
                 continue
             names.append(document["metadata"]["name"])
@@ -776,7 +777,7 @@ def use_network_operator_crds(kubeconfig: Path, line: str, shared: Path | None =
     for path in crd_files(shared, line):
         if path.name not in differing:
             continue
-        document = yaml.safe_load(path.read_text())
+        document = yaml_files.load(path.read_text())
         name = document["metadata"]["name"]
         document["metadata"]["resourceVersion"] = api.read_custom_resource_definition(
             name

@@ -31,8 +31,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from tests import yaml_files
 from tests.harness.controlplane import shared_dir
 
 # Which of the two OpenShift catalogs ships which package.
@@ -197,7 +196,7 @@ class Catalog:
 
 def _bundle(csv: dict, annotations_folder: Path, reference: Path) -> Bundle:
     name = csv["metadata"]["name"]
-    annotations = yaml.safe_load((annotations_folder / f"{name}.annotations.yaml").read_text())[
+    annotations = yaml_files.load((annotations_folder / f"{name}.annotations.yaml").read_text())[
         "annotations"
     ]
     package = annotations["operators.operatorframework.io.bundle.package.v1"]
@@ -205,7 +204,7 @@ def _bundle(csv: dict, annotations_folder: Path, reference: Path) -> Bundle:
     default = annotations.get("operators.operatorframework.io.bundle.channel.default.v1")
     package_file = reference / "bundle-metadata" / f"{name}.package.yaml"
     if package_file.exists():
-        package_data = yaml.safe_load(package_file.read_text())
+        package_data = yaml_files.load(package_file.read_text())
         channels = [c["name"] for c in package_data["channels"]]
         default = package_data.get("defaultChannel") or channels[0]
     return Bundle(
@@ -256,12 +255,12 @@ def _not_in_shared(real: list[Bundle], pre_releases: list[Bundle]) -> list[Bundl
 def _graphs(reference: Path) -> dict:
     """By minor, package and channel: the template's entries, then the release data's newer
     ones for the catalogs that carry them."""
-    added = yaml.safe_load(RELEASE_DATA.read_text()).get("olm_entries") or {}
+    added = yaml_files.load(RELEASE_DATA.read_text()).get("olm_entries") or {}
     graphs: dict = {}
     for template in sorted((reference / "catalog-templates").glob("v*/*.yaml")):
         minor, package = template.parent.name[1:], template.stem
         channels: dict[str, list[dict]] = {}
-        for item in yaml.safe_load(template.read_text())["entries"]:
+        for item in yaml_files.load(template.read_text())["entries"]:
             if item.get("schema") == "olm.channel" and item.get("package") == package:
                 channels[item["name"]] = list(item.get("entries") or [])
         for csv_name, data in (added.get(package) or {}).items():
@@ -309,11 +308,11 @@ def _graph_copies(bundles: list[Bundle], graphs: dict) -> list[Bundle]:
 def load_catalog(reference: Path | None = None) -> Catalog:
     reference = reference or shared_dir() / "reference"
     real = [
-        _bundle(yaml.safe_load(path.read_text()), reference / "bundle-metadata", reference)
+        _bundle(yaml_files.load(path.read_text()), reference / "bundle-metadata", reference)
         for path in sorted((reference / "csv").glob("*.clusterserviceversion.yaml"))
     ]
     pre_releases = [
-        _bundle(yaml.safe_load(path.read_text()), reference / "pre-release", reference)
+        _bundle(yaml_files.load(path.read_text()), reference / "pre-release", reference)
         for path in sorted((reference / "pre-release").glob("*.clusterserviceversion.yaml"))
     ]
     bundles = real + _not_in_shared(real, pre_releases)

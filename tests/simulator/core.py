@@ -195,6 +195,11 @@ def list_cluster(
     key = (group, version, plural)
     if reuse and key in world.listed:
         return world.listed[key]
+    watched = getattr(world.api_client, "objects", None)  # a WatchingApiClient's copies
+    items = watched(f"apis/{group}/{version}", plural) if watched else None
+    if items is not None:
+        world.listed[key] = items
+        return items
     try:
         if key in LISTED_BY_METADATA:
             items = _list_by_metadata(world, group, version, plural)
@@ -369,11 +374,13 @@ class Simulator:
         last_tick = float("-inf")
         chained = 0
         while not stop.is_set():
+            ticked = False  # only a tick asks the API server anything (see revision)
             try:
                 revision = self.revision()
                 if self._due(seen, revision, last_tick):
                     seen, last_tick = revision, time.monotonic()
                     self.tick()
+                    ticked = True
                     if self.revision() != revision and chained < self.chain:
                         chained += 1  # it wrote: what its writes made due goes at once
                         continue
@@ -389,7 +396,7 @@ class Simulator:
                 log.exception("tick failed")
                 self.clock_bound = True
             else:
-                if unreachable_since is not None:
+                if unreachable_since is not None and ticked:
                     log.warning(
                         "API server answers again after %.1fs",
                         time.monotonic() - unreachable_since,
