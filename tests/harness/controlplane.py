@@ -39,7 +39,7 @@ from pathlib import Path
 
 import yaml
 
-from tests import yaml_files
+from tests.harness import yaml_files
 from tests.harness.certs import CertificateAuthority, KeyPair, write_service_account_keys
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests import yaml_files
+from tests.harness import yaml_files
 from tests.harness.controlplane import shared_dir
 
 # Which of the two OpenShift catalogs ships which package.
