@@ -217,23 +217,19 @@ def create(kube, obj: dict) -> None:
         _resource(kube, obj).create(body=obj, namespace=obj["metadata"].get("namespace"))
 
 
+def on_server(kube, obj: dict):
+    """The object as the server has it, terminating or not; None when it is gone."""
+    metadata = obj["metadata"]
+    try:
+        return _resource(kube, obj).get(name=metadata["name"], namespace=metadata.get("namespace"))
+    except NotFoundError:
+        return None
+
+
 def exists(kube, obj: dict) -> bool:
-    metadata = obj["metadata"]
-    try:
-        found = _resource(kube, obj).get(name=metadata["name"], namespace=metadata.get("namespace"))
-    except NotFoundError:
-        return False
-    return obj["kind"] != "Namespace" or found.status.phase == "Active"
-
-
-def still_there(kube, obj: dict) -> bool:
-    """Whether the object is still there, terminating or not (exists() counts only Active)."""
-    metadata = obj["metadata"]
-    try:
-        _resource(kube, obj).get(name=metadata["name"], namespace=metadata.get("namespace"))
-    except NotFoundError:
-        return False
-    return True
+    """There, and for a Namespace still Active (not terminating)."""
+    there = on_server(kube, obj)
+    return there is not None and (obj["kind"] != "Namespace" or there.status.phase == "Active")
 
 
 def delete(kube, obj: dict) -> None:
@@ -298,7 +294,7 @@ def users_objects(kube):
     # A Namespace goes after its namespace controller emptied it: the next case's Pod would be
     # refused while it is still terminating.
     wait_for(
-        lambda: not any(still_there(kube, obj) for obj in theirs), what="the user's objects gone"
+        lambda: all(on_server(kube, obj) is None for obj in theirs), what="the user's objects gone"
     )
 
 

@@ -181,6 +181,7 @@ class DelayGate:
 # Kinds whose objects are large and change seldom: a CSV carries its bundle's whole spec (about
 # 180 KB), and listing them in full every tick made most of the bytes the API server encoded.
 # They are listed by metadata only; an object is read again only when its resourceVersion moved.
+# (A WatchingApiClient's copies come first: this is the way of a client without watches.)
 LISTED_BY_METADATA = frozenset({("operators.coreos.com", "v1alpha1", "clusterserviceversions")})
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 

@@ -226,14 +226,8 @@ class WatchingApiClient(client.ApiClient):
         here when it is not yet): no HTTP answer made up and parsed again, none of the client's
         checks of its arguments, which were most of a tick's CPU. None when there is no synced
         copy (a kind not served, a broken watch): the caller asks the API server."""
-        key = (prefix, plural)
-        collection = self._collections.get(key)
-        if collection is None:
-            found = _PATH.match(f"/{prefix}/{plural}")
-            if found is None or self._start(key, found, {}, _JSON) is None:
-                return None
-            collection = self._collections[key]
-        if not collection.synced:
+        collection = self._collection((prefix, plural))
+        if collection is None or not collection.synced:
             return None
         return collection.copies()
 
@@ -241,13 +235,8 @@ class WatchingApiClient(client.ApiClient):
         accept = headers.get("Accept", _JSON)
         if accept not in (_JSON, _METADATA) or set(query) - {"labelSelector", "fieldSelector"}:
             return None
-        key = (found["prefix"], found["plural"])
-        collection = self._collections.get(key)
-        if collection is None:
-            if found["name"] is not None and query:
-                return None
-            return self._start(key, found, query, accept)
-        if not collection.synced:
+        collection = self._collection((found["prefix"], found["plural"]))
+        if collection is None or not collection.synced:
             return None
         namespace, name = found["namespace"] or "", found["name"]
         with collection.lock:
@@ -312,31 +301,29 @@ class WatchingApiClient(client.ApiClient):
             },
         )
 
-    def _start(
-        self, key: tuple[str, str], found, query: dict, accept: str
-    ) -> rest.RESTResponse | None:
-        """The first list of a collection (in every namespace, whatever the list asked for):
-        asked of the API server, kept, and watched from then on; then the list is answered from
-        the copy."""
+    def _collection(self, key: tuple[str, str]) -> Collection | None:
+        """The copy of a collection, started at its first read: listed in every namespace
+        (whatever the read asked for) from the API server, kept, and watched from then on. None
+        while the kind is not served: asked again next time."""
+        known = self._collections.get(key)
+        if known is not None:
+            return known
         prefix, plural = key
-        path = f"/{prefix}/{plural}"
         try:
-            listed = self._list(path)
+            listed = self._list(f"/{prefix}/{plural}")
         except client.ApiException as error:
             if error.status == 404:
-                return None  # not served (yet): ask again next time
+                return None
             raise
         collection = Collection(prefix, plural)
         self._fill(collection, listed)
         with self._lock:
-            started = key not in self._collections
-            if started:
-                self._collections[key] = collection
-        if started:
+            known = self._collections.setdefault(key, collection)
+        if known is collection:
             threading.Thread(
                 target=self._watch, args=(collection,), name=f"watch {plural}", daemon=True
             ).start()
-        return self._from_copy(found, query, {"Accept": accept})
+        return known
 
     def _list(self, path: str) -> dict:
         method, url, headers, body, _post = self.param_serialize(
