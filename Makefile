@@ -95,8 +95,7 @@ integration: venv browser ## integration tests and the molecule scenario against
 	@set -e; trap '$(MAKE) --no-print-directory cluster-down STATE_DIR=$(TEST_STATE_DIR)' EXIT; \
 	$(MAKE) --no-print-directory cluster-up STATE_DIR=$(TEST_STATE_DIR); \
 	export GPUDIRECT_RDMA_STATE_DIR=$(abspath $(TEST_STATE_DIR)) K8S_AUTH_KUBECONFIG=$(abspath $(TEST_STATE_DIR))/kubeconfig; \
-	$(BIN)/pytest -n $(INTEGRATION_WORKERS) --dist loadfile --durations=25 tests/integration; \
-	$(BIN)/molecule test
+	$(BIN)/pytest -n $(INTEGRATION_WORKERS) --dist loadfile --durations=25 tests/integration
 
 .PHONY: build
 build: venv ## build the collection tarball
