@@ -11,6 +11,7 @@ import sys
 import pytest
 import yaml
 
+from tests.harness import controlplane
 from tests.harness.audit import AuditLog
 from tests.harness.controlplane import REPO_ROOT, crd_files, network_operator_crd_line
 from tests.simulator.catalog import load_catalog
@@ -78,6 +79,43 @@ def test_crd_files_take_one_release_line_of_the_network_operator():
     assert "nicclusterpolicies.mellanox.com.yaml" in replaced
     assert len({f.name for f in newest}) == len(newest)
     assert {f.name for f in newest} == {f.name for f in older} | replaced
+
+
+def test_the_etcd_template_key_follows_the_binaries_and_every_crd_file(tmp_path):
+    binaries = tmp_path / "bin"
+    binaries.mkdir()
+    for name in ("etcd", "kube-apiserver"):
+        (binaries / name).write_text(name)
+    found = controlplane.Binaries(directory=binaries, controller_manager=binaries / "kcm")
+    crds = [tmp_path / "a.yaml", tmp_path / "b.yaml"]
+    for path in crds:
+        path.write_text(f"name: {path.stem}\n")
+    key = controlplane.etcd_template_key(found, crds)
+    assert key == controlplane.etcd_template_key(found, crds)
+    assert key != controlplane.etcd_template_key(found, crds[:1]), "a CRD fewer"
+    crds[1].write_text("name: b\nchanged: true\n")
+    changed = controlplane.etcd_template_key(found, crds)
+    assert changed != key, "a CRD changed"
+    (binaries / "kube-apiserver").write_text("another build")
+    assert controlplane.etcd_template_key(found, crds) not in (key, changed), "another binary"
+
+
+def test_pruning_keeps_the_template_in_use_and_the_newest_others(tmp_path):
+    kept = controlplane.ETCD_TEMPLATES_KEPT
+    names = [f"t{i}" for i in range(kept + 3)]
+    for age, name in enumerate(names):  # t0 the newest
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (1e9 - age, 1e9 - age))
+    (tmp_path / "t0.lock").write_text("")
+    half_made_old, half_made_new = tmp_path / ".t9.123", tmp_path / ".t8.456"
+    for folder in (half_made_old, half_made_new):
+        folder.mkdir()
+    os.utime(half_made_old, (0, 0))
+    in_use = tmp_path / names[-1]  # the oldest, but the one this start uses
+    controlplane._prune_etcd_templates(tmp_path, in_use)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [*names[:kept], in_use.name, "t0.lock", half_made_new.name]
+    )
 
 
 @pytest.mark.parametrize(
