@@ -57,8 +57,10 @@ def build(control_plane, tree: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def resources(tmp_path_factory):
     """A control plane of its own, empty of the collection's objects, so that every rendered
-    object can be tried with a dry-run create whatever other tests applied to the shared one."""
-    with started(tmp_path_factory.mktemp("render")) as plane:
+    object can be tried with a dry-run create whatever other tests applied to the shared one.
+    Without the simulator: a dry-run create asks the API server alone (no operator is installed
+    here, so the simulator would serve no webhook either)."""
+    with started(tmp_path_factory.mktemp("render"), simulator=False) as plane:
         yield dynamic.DynamicClient(api_client(plane.harness_kubeconfig))
 
 
