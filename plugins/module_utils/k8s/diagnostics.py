@@ -527,27 +527,42 @@ def summary(out: Gathered, failure: dict, when: datetime) -> dict:
 def write_archive(files: dict[str, str], dest: str, when: datetime) -> str:
     """Write files into a temporary directory and pack them, in order, into
     <dest>/gpudirect-rdma-diagnostics-<UTC timestamp>.tar.gz (dest is created; the archive is
-    readable by its owner only: it holds the cluster's state and logs)."""
+    readable by its owner only: it holds the cluster's state and logs). Runs writing into the
+    same dest in the same second (two jobs of one project) each get a name of their own: the
+    name is taken by creating it, and each packs into a partial file of its own."""
     dest = os.path.abspath(os.path.expanduser(dest))
     os.makedirs(dest, exist_ok=True)
     stem = PREFIX + when.strftime("%Y%m%dT%H%M%SZ")
     name, number = stem, 1
-    while os.path.exists(os.path.join(dest, name + ".tar.gz")):
-        name, number = f"{stem}-{number}", number + 1
-    archive = os.path.join(dest, name + ".tar.gz")
-    with tempfile.TemporaryDirectory(prefix=PREFIX) as scratch:
-        root = os.path.join(scratch, name)
-        for path, content in files.items():
-            target = os.path.join(root, path)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "w", encoding="utf-8") as handle:
-                handle.write(content)
-        partial = os.path.join(dest, f".{name}.tar.gz.partial")
-        with tarfile.open(partial, "w:gz") as tar:
-            for path in files:
-                tar.add(os.path.join(root, path), arcname=f"{name}/{path}")
-        os.chmod(partial, 0o600)
-        os.replace(partial, archive)
+    while True:
+        archive = os.path.join(dest, name + ".tar.gz")
+        try:
+            os.close(os.open(archive, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            break
+        except FileExistsError:
+            name, number = f"{stem}-{number}", number + 1
+    partial = None
+    try:
+        with tempfile.TemporaryDirectory(prefix=PREFIX) as scratch:
+            root = os.path.join(scratch, name)
+            for path, content in files.items():
+                target = os.path.join(root, path)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, "w", encoding="utf-8") as handle:
+                    handle.write(content)
+            handle, partial = tempfile.mkstemp(
+                prefix=f".{name}.", suffix=".tar.gz.partial", dir=dest
+            )
+            os.close(handle)  # mkstemp made it for its owner only
+            with tarfile.open(partial, "w:gz") as tar:
+                for path in files:
+                    tar.add(os.path.join(root, path), arcname=f"{name}/{path}")
+            os.replace(partial, archive)
+    except BaseException:
+        for leftover in (partial, archive):
+            if leftover and os.path.lexists(leftover):
+                os.remove(leftover)
+        raise
     return archive
 
 

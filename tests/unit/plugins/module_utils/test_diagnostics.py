@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import stat
 import tarfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -498,6 +500,41 @@ def test_the_archive_holds_the_summary_first_and_is_for_its_owner_only(cluster, 
     later = collect(cluster, str(dest), log_lines=5, server="https://api", when=WHEN)
     assert later["archive"].endswith("-2.tar.gz")
     assert latest.resolve() == Path(later["archive"]).resolve()
+
+
+def test_runs_writing_in_the_same_second_each_keep_an_archive_of_their_own(tmp_path):
+    """Two jobs of one project, writing into the same folder at once (threads here, processes
+    there): neither's partial file nor its name is the other's."""
+    dest = tmp_path / "out"
+    barrier = threading.Barrier(8)
+
+    def write(number: int) -> str:
+        barrier.wait()
+        return write_archive({SUMMARY: f"run: {number}\n"}, str(dest), WHEN)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        archives = list(pool.map(write, range(8)))
+    assert len(set(archives)) == 8, archives
+    runs = set()
+    for archive in archives:
+        assert stat.S_IMODE(Path(archive).stat().st_mode) == 0o600
+        with tarfile.open(archive) as tar:
+            (member,) = tar.getmembers()
+            runs.add(yaml.safe_load(tar.extractfile(member))["run"])
+    assert runs == set(range(8))
+    assert [p.name for p in dest.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_failed_write_leaves_neither_its_name_nor_a_partial_file(tmp_path, monkeypatch):
+    dest = tmp_path / "out"
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tarfile, "open", broken)
+    with pytest.raises(OSError, match="No space left"):
+        write_archive({SUMMARY: "x: 1\n"}, str(dest), WHEN)
+    assert list(dest.iterdir()) == []
 
 
 def test_nothing_read_writes_no_archive_and_says_why(tmp_path):
