@@ -20,10 +20,10 @@ simulator.kubeconfig, controller-manager.kubeconfig, audit.log, the logs of each
 etcd/ and state.json, which records the processes started so that stop() ends exactly those.
 
 The CRDs reach a plane once per cache: the first start creates them, then stops kube-apiserver
-and etcd, keeps a copy of etcd's data in the cache (ETCD_TEMPLATES, one per set of binaries and
-CRD files) and starts both again; every later start copies that data into its state directory
-before etcd starts, so the API server reads the CRDs as stored instead of taking in 45 creates
-(about 2.5 s of its CPU a start fewer, and no CRD sent by the harness).
+and etcd, keeps a copy of etcd's data in the cache (etcd_templates_dir(), one per set of
+binaries and CRD files) and starts both again; every later start copies that data into its state
+directory before etcd starts, so the API server reads the CRDs as stored instead of taking in 45
+creates (about 2.5 s of its CPU a start fewer, and no CRD sent by the harness).
 """
 
 from __future__ import annotations
