@@ -137,6 +137,40 @@ def test_manual_install_plan_waits_for_approval_then_csv_succeeds(custom, namesp
     assert status["installedCSV"] == "gpu-operator-certified.v26.3.3"
 
 
+def test_a_subscription_that_lost_its_plan_reference_takes_up_the_same_plan(custom, namespace):
+    """A tick that created an InstallPlan and then lost the race to write the Subscription's
+    status leaves the plan without a reference; the next tick finds the plan of that generation
+    (OLM's ensureInstallPlan) instead of making a second one (the upgrade tests under load saw
+    two pending plans for one CSV)."""
+    _operator_group(custom, namespace)
+    _subscribe(
+        custom,
+        namespace,
+        "gpu-operator-certified",
+        channel="v26.3",
+        installPlanApproval="Manual",
+        startingCSV="gpu-operator-certified.v26.3.3",
+    )
+
+    def referenced():
+        ref = _subscription_status(custom, namespace, "gpu-operator-certified").get(
+            "installPlanRef"
+        )
+        return ref and ref["name"]
+
+    first = wait_for(referenced, what="an InstallPlan referenced by the Subscription")
+    subscription = _get(custom, namespace, "subscriptions", "gpu-operator-certified")
+    subscription["status"] = {"lastUpdated": subscription["status"]["lastUpdated"]}
+    custom.replace_namespaced_custom_object_status(
+        *OLM, namespace, "subscriptions", "gpu-operator-certified", subscription
+    )
+    assert wait_for(referenced, what="the Subscription to reference a plan again") == first
+    time.sleep(1.5)
+    plans = _list(custom, namespace, "installplans")
+    assert [p["metadata"]["name"] for p in plans] == [first]
+    assert referenced() == first
+
+
 def test_automatic_approval_installs_the_newest_bundle_of_the_channel(custom, namespace):
     _operator_group(custom, namespace)
     _subscribe(custom, namespace, "nfd", source="redhat-operators", channel="stable")

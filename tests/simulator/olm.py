@@ -308,41 +308,48 @@ class SubscriptionController:
         spec = sub["spec"]
         namespace = sub["metadata"]["namespace"]
         approval = spec.get("installPlanApproval") or "Automatic"
-        plan = {
-            "apiVersion": f"{GROUP}/{V1ALPHA1}",
-            "kind": "InstallPlan",
-            "metadata": {
-                "name": f"install-{_suffix()}",
-                "namespace": namespace,
-                "labels": {_package_label(bundle.package, namespace): ""},
-                "ownerReferences": [_owner(sub)],
+        generation = int(status.get("installPlanGeneration", 0)) + 1
+        # OLM's ensureInstallPlan: a plan of this generation already there is the one (made by
+        # a tick whose Subscription status write then lost a race), not a reason for another.
+        plan = _plan_of(world, sub, generation) or world.custom.create_namespaced_custom_object(
+            GROUP,
+            V1ALPHA1,
+            namespace,
+            "installplans",
+            {
+                "apiVersion": f"{GROUP}/{V1ALPHA1}",
+                "kind": "InstallPlan",
+                "metadata": {
+                    "name": f"install-{_suffix()}",
+                    "namespace": namespace,
+                    "labels": {_package_label(bundle.package, namespace): ""},
+                    "ownerReferences": [_owner(sub)],
+                },
+                "spec": {
+                    "approval": approval,
+                    "approved": approval == "Automatic",
+                    "clusterServiceVersionNames": [bundle.csv_name],
+                    "generation": generation,
+                },
             },
-            "spec": {
-                "approval": approval,
-                "approved": approval == "Automatic",
-                "clusterServiceVersionNames": [bundle.csv_name],
-                "generation": int(status.get("installPlanGeneration", 0)) + 1,
-            },
-        }
-        plan = world.custom.create_namespaced_custom_object(
-            GROUP, V1ALPHA1, namespace, "installplans", plan
         )
-        plan["status"] = {
-            "phase": "RequiresApproval" if approval == "Manual" else "Installing",
-            "catalogSources": [spec["source"]],
-            "bundleLookups": [
-                {
-                    "identifier": bundle.csv_name,
-                    "path": f"simulated/{bundle.package}:{bundle.version}",
-                    "catalogSourceRef": {
-                        "name": spec["source"],
-                        "namespace": spec["sourceNamespace"],
-                    },
-                    "replaces": replaces,
-                }
-            ],
-        }
-        replace_status(world, GROUP, V1ALPHA1, "installplans", plan)
+        if not plan.get("status"):
+            plan["status"] = {
+                "phase": "RequiresApproval" if approval == "Manual" else "Installing",
+                "catalogSources": [spec["source"]],
+                "bundleLookups": [
+                    {
+                        "identifier": bundle.csv_name,
+                        "path": f"simulated/{bundle.package}:{bundle.version}",
+                        "catalogSourceRef": {
+                            "name": spec["source"],
+                            "namespace": spec["sourceNamespace"],
+                        },
+                        "replaces": replaces,
+                    }
+                ],
+            }
+            plan = replace_status(world, GROUP, V1ALPHA1, "installplans", plan)
         self._set_status(
             world,
             sub,
@@ -430,6 +437,18 @@ class SubscriptionController:
                 },
             )
         return False
+
+
+def _plan_of(world: World, sub: dict, generation: int) -> dict | None:
+    """The Subscription's InstallPlan of a generation, if one exists. (OLM counts generations
+    per namespace, for all its Subscriptions together; the simulator counts them per
+    Subscription, so the owner tells whose plan it is.)"""
+    uid = sub["metadata"]["uid"]
+    for plan in list_cluster(world, GROUP, V1ALPHA1, "installplans"):
+        owners = plan["metadata"].get("ownerReferences") or []
+        if plan["spec"].get("generation") == generation and any(o["uid"] == uid for o in owners):
+            return plan
+    return None
 
 
 def _openshift_minor(world: World) -> str | None:
