@@ -115,12 +115,14 @@ class Nfd:
                 )
             return
         namespace = instances[0]["metadata"]["namespace"]
-        for node in fake_nodes(world):
+        # nfd-worker writes a node's NodeFeature, nfd-master labels the node from it: once a
+        # node carries the labels (what the nfd step waits for), its NodeFeature is there.
+        node_features(world, namespace)
+        for node in fake_nodes(world, reuse=True):
             labels = node["metadata"].get("labels") or {}
             missing = {k: v for k, v in NFD_GPU_NIC_LABELS.items() if labels.get(k) != v}
             if missing:
                 world.core.patch_node(node["metadata"]["name"], {"metadata": {"labels": missing}})
-        node_features(world, namespace)
         for instance in instances:
             _set_status(
                 world,
