@@ -534,7 +534,13 @@ class ControlPlane:
             self._terminate("etcd")
             partial = template.with_name(f".{template.name}.{os.getpid()}")
             shutil.copytree(self.state_dir / "etcd", partial)
-            partial.rename(template)
+            try:
+                partial.rename(template)
+            except OSError:
+                if not template.is_dir():
+                    raise
+                # Kept first by a start on another machine that shares this cache.
+                shutil.rmtree(partial)
             _prune_etcd_templates(template.parent, template)
         finally:
             self._release_template_lock()
@@ -785,14 +791,7 @@ class ControlPlane:
     def _terminate(self, name: str, timeout: float = 20.0) -> None:
         """SIGTERM the recorded process called name and wait until it is gone (SIGKILL after
         timeout); it stays in the state, dead, until restart(name)."""
-        process = self._process(name)
-        if process.alive():
-            os.kill(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while process.alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if process.alive():
-            self.kill(name)
+        _end(self._process(name), timeout)
 
     def _process(self, name: str) -> Process:
         found = [p for p in self.processes() if p.name == name]
@@ -813,18 +812,23 @@ class ControlPlane:
             print(f"control plane: {error}; nothing recorded can be stopped", file=sys.stderr)
             recorded = []
         for process in reversed(recorded):
-            if not process.alive():
-                continue
-            os.kill(process.pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while process.alive() and time.monotonic() < deadline:
-                time.sleep(0.1)
             if process.alive():
-                os.kill(process.pid, signal.SIGKILL)
-            stopped.append(process)
+                _end(process, timeout)
+                stopped.append(process)
         if self.state_file.exists():
             self.state_file.unlink()
         return stopped
+
+
+def _end(process: Process, timeout: float) -> None:
+    """SIGTERM process and wait until it is gone; SIGKILL after timeout, and wait again."""
+    for sent, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        if not process.alive():
+            return
+        os.kill(process.pid, sent)
+        deadline = time.monotonic() + wait
+        while process.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 @contextlib.contextmanager
@@ -852,14 +856,17 @@ def api_client(kubeconfig: Path):
     return client.ApiClient(configuration)
 
 
+def _crd_documents(files: list[Path]):
+    """(path, CRD) for every CRD in files."""
+    for path in files:
+        for document in yaml_files.load_all(path.read_text()):
+            if document:
+                yield path, document
+
+
 def crd_names(files: list[Path]) -> list[str]:
     """The name of every CRD in files."""
-    return [
-        document["metadata"]["name"]
-        for path in files
-        for document in yaml_files.load_all(path.read_text())
-        if document
-    ]
+    return [document["metadata"]["name"] for _path, document in _crd_documents(files)]
 
 
 def load_crds(kubeconfig: Path, files: list[Path], deadline: float) -> None:
@@ -869,18 +876,15 @@ def load_crds(kubeconfig: Path, files: list[Path], deadline: float) -> None:
 
     api = client.ApiextensionsV1Api(api_client(kubeconfig))
     names = []
-    for path in files:
-        for document in yaml_files.load_all(path.read_text()):
-            if not document:
-                continue
-            names.append(document["metadata"]["name"])
-            try:
-                api.create_custom_resource_definition(document, _preload_content=False)
-            except ApiException as error:
-                if error.status != 409:
-                    raise ControlPlaneError(
-                        f"the server refused the CRD in {path}: {error.body}"
-                    ) from error
+    for path, document in _crd_documents(files):
+        names.append(document["metadata"]["name"])
+        try:
+            api.create_custom_resource_definition(document, _preload_content=False)
+        except ApiException as error:
+            if error.status != 409:
+                raise ControlPlaneError(
+                    f"the server refused the CRD in {path}: {error.body}"
+                ) from error
     wait_for_crds(kubeconfig, names, deadline)
 
 

@@ -548,12 +548,12 @@ def write_archive(files: dict[str, str], dest: str, when: datetime) -> str:
             for path, content in files.items():
                 target = os.path.join(root, path)
                 os.makedirs(os.path.dirname(target), exist_ok=True)
-                with open(target, "w", encoding="utf-8") as handle:
-                    handle.write(content)
-            handle, partial = tempfile.mkstemp(
+                with open(target, "w", encoding="utf-8") as written:
+                    written.write(content)
+            descriptor, partial = tempfile.mkstemp(
                 prefix=f".{name}.", suffix=".tar.gz.partial", dir=dest
             )
-            os.close(handle)  # mkstemp made it for its owner only
+            os.close(descriptor)  # mkstemp made it for its owner only
             with tarfile.open(partial, "w:gz") as tar:
                 for path in files:
                     tar.add(os.path.join(root, path), arcname=f"{name}/{path}")
