@@ -700,11 +700,14 @@ class ControlPlane:
 
     # -- extra processes (the simulator) ---------------------------------------------------
     def _start_simulator(self, extra_args: list[str], timeout: float = 30.0) -> Process:
-        """Start python -m tests.simulator and wait for its first tick (the marketplace's
-        CatalogSources reported READY)."""
+        """Start python -m tests.simulator and wait for its first whole tick (it writes
+        simulator.ready then): a test's first playbook finds the CatalogSources READY, the
+        MachineConfigPools and the ClusterVersion."""
         # The Network Operator's policy webhooks are served by the simulator: the API server
         # calls them once the simulated OLM has registered them for the installed CSV.
         webhook = CertificateAuthority.load(self.pki).issue("webhook", "simulator", server=True)
+        ready = self.state_dir / "simulator.ready"
+        ready.unlink(missing_ok=True)
         process = self._spawn(
             "simulator",
             [
@@ -717,26 +720,21 @@ class ControlPlane:
                 f"--webhook-cert={webhook.cert}",
                 f"--webhook-key={webhook.key}",
                 f"--webhook-ca={self.pki / 'ca.crt'}",
+                f"--ready-file={ready}",
                 *extra_args,
             ],
             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         )
-        from kubernetes import client
-
-        custom = client.CustomObjectsApi(api_client(self.harness_kubeconfig))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not process.alive():
                 log = self.state_dir / "simulator.log"
                 raise ControlPlaneError(f"the simulator (pid {process.pid}) exited; see {log}")
-            sources = custom.list_cluster_custom_object(
-                "operators.coreos.com", "v1alpha1", "catalogsources"
-            )["items"]
-            if any((s.get("status") or {}).get("connectionState") for s in sources):
+            if ready.exists():
                 return process
-            time.sleep(0.2)
+            time.sleep(0.05)
         raise ControlPlaneError(
-            f"the simulator did not report the CatalogSources within {timeout}s; see "
+            f"the simulator did not finish its first tick within {timeout}s; see "
             f"{self.state_dir / 'simulator.log'}"
         )
 

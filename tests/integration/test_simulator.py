@@ -321,11 +321,13 @@ def _pending_plan(custom, namespace, package, csv_name):
     return wait_for(found, what=f"an InstallPlan for {csv_name}")
 
 
-def _installed(custom, namespace, package, csv_name):
+def _installed(custom, namespace, package, csv_name, at_latest: bool = True):
+    """The Subscription's status once csv_name is installed and Succeeded (and, with at_latest,
+    nothing newer is pending in its channel)."""
     return wait_for(
         lambda: (
             (s := _subscription_status(custom, namespace, package)).get("installedCSV") == csv_name
-            and s.get("state") == "AtLatestKnown"
+            and (s.get("state") == "AtLatestKnown" or not at_latest)
             and _csv_phase(custom, namespace, csv_name) == "Succeeded"
             and s
         ),

@@ -119,8 +119,11 @@ class StateLog:
 
 
 def test_each_driver_rolls_node_by_node_within_the_budget_doca_first(
-    four_nodes_older, run_playbook, harness, custom
+    four_nodes_older, run_playbook, harness, custom, knobs
 ):
+    # At least 0.1 s in each state (28 a driver over four nodes), so that each roll outlasts
+    # the 1 s between two progress lines whatever the machine's speed.
+    knobs({"delay_seconds": 0.1})
     with StateLog(harness) as states:
         result = upgrade(run_playbook, *BUDGET, "-e", "gpudirect_rdma_progress_interval=1")
     assert recap(result.stdout)["failed"] == 0, result.stdout[-3000:]

@@ -96,7 +96,9 @@ def test_a_hold_stops_the_walk_before_any_approval_and_a_rerun_continues(
         planned.operator, planned.installed, planned.target, planned.minor, planned.hops[:1]
     )
     walk(cluster, operator, subscription, first, check_mode=False, timeout=60)
-    _installed(custom, namespace, GPU, f"{GPU}.v26.3.3")
+    # The walk gave the Subscription back its planned channel, v26.7: the plan for 26.7.2 may
+    # already wait for approval (UpgradePending) beside the installed 26.3.3.
+    _installed(custom, namespace, GPU, f"{GPU}.v26.3.3", at_latest=False)
     wait_for(
         lambda: custom.get_namespaced_custom_object(
             "operators.coreos.com", "v2", namespace, "operatorconditions", f"{GPU}.v26.3.3"

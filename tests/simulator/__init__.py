@@ -6,9 +6,10 @@ See README.md beside this file for exactly what it simulates.
 from __future__ import annotations
 
 
-def build_simulator(api_client, interval: float = 0.2, webhooks=None):
+def build_simulator(api_client, interval: float = 0.2, webhooks=None, ready=None):
     """The simulator with every controller it plays, over the real reference catalog; with
-    webhooks (an admission.WebhookServer), OLM registers the policy webhooks it serves.
+    webhooks (an admission.WebhookServer), OLM registers the policy webhooks it serves; ready is
+    called once the first tick has done every controller's work.
 
     The order matters: the NIC Configuration and Maintenance Operators read the CSVs,
     NicClusterPolicies and nodes that OLM and the operators before them listed in the same tick
@@ -48,4 +49,5 @@ def build_simulator(api_client, interval: float = 0.2, webhooks=None):
         ],
         gate,
         interval=interval,
+        ready=ready,
     )

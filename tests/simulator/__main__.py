@@ -30,6 +30,12 @@ def main(argv: list[str] | None = None) -> int:
         default=str(DEFAULT_STATE_DIR / "simulator.kubeconfig"),
         help="default: the simulator identity of the local control plane",
     )
+    parser.add_argument(
+        "--ready-file",
+        type=Path,
+        help="write this file once the first tick has done every controller's work (the "
+        "cluster's CatalogSources, MachineConfigPools and ClusterVersion exist)",
+    )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("run", help="play OLM and the operators until stopped (the default)")
     webhook = parser.add_argument_group("the Network Operator's policy webhooks (all four or none)")
@@ -158,7 +164,8 @@ def _command(args, client: k8s.ApiClient) -> int:
     webhooks = _webhooks(args, client)
     watching = WatchingApiClient(client.configuration)
     try:
-        build_simulator(watching, webhooks=webhooks).run(stop)
+        ready = args.ready_file.touch if args.ready_file else None
+        build_simulator(watching, webhooks=webhooks, ready=ready).run(stop)
     finally:
         watching.close()
     return 0

@@ -319,8 +319,12 @@ class Simulator:
         idle: float = 1.0,
         quiet: float = 10.0,
         chain: int = 8,
+        ready=None,
     ):
         self.api_client = api_client
+        # Called once, after the first tick in which every controller did its work: the
+        # cluster's standing objects (CatalogSources, MachineConfigPools, ClusterVersion) exist.
+        self.ready = ready
         self.controllers = controllers
         self.gate = gate or DelayGate()
         self._kept: dict = {}  # World.kept, from tick to tick
@@ -360,6 +364,9 @@ class Simulator:
                 refused = True
         self.gate.forget_due_before(began)
         self.clock_bound = refused or follows_the_clock(world.knobs)
+        if self.ready is not None and not refused:
+            self.ready()
+            self.ready = None
 
     def _due(self, seen: str | None, revision: str, last_tick: float) -> bool:
         """Whether to tick now: something was written, a held step fell due, or the idle (or

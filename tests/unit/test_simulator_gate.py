@@ -42,3 +42,29 @@ def test_the_loop_ticks_when_a_held_step_falls_due_though_nothing_was_written():
     time.sleep(0.06)
     assert simulator._due("rev-1", "rev-1", last_tick) is True
     assert simulator._due("rev-1", "rev-2", time.monotonic()) is True, "a write still wakes it"
+
+
+def test_ready_is_said_once_after_the_first_tick_no_controller_was_refused_in(monkeypatch):
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from tests.simulator import core
+
+    monkeypatch.setattr(core, "read_knobs", lambda _api: core.merge(core.DEFAULT_KNOBS, {}))
+
+    class RefusedOnce:
+        name = "refused-once"
+        refusals = 1
+
+        def reconcile(self, world) -> None:
+            if self.refusals:
+                self.refusals -= 1
+                raise ApiException(status=409, reason="Conflict")
+
+    said = []
+    simulator = Simulator(client.ApiClient(), [RefusedOnce()], ready=lambda: said.append("ready"))
+    simulator.tick()
+    assert said == [], "a controller was refused: its work is not done"
+    simulator.tick()
+    simulator.tick()
+    assert said == ["ready"]
