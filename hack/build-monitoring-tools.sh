@@ -4,7 +4,10 @@
 # prometheus-operator CRDs (ServiceMonitor, PrometheusRule, ...) from its module's
 # example/prometheus-operator-crd/.
 #
-# Prints the directory that holds them last on stdout (promtool, crds/).
+#   bash hack/build-monitoring-tools.sh        # both; prints the directory of promtool and crds/
+#   bash hack/build-monitoring-tools.sh crds   # the CRDs only (a module download, no build; the
+#                                              # local control plane serves them); prints their
+#                                              # directory
 #
 #   GPUDIRECT_RDMA_CACHE  cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/gpudirect-rdma)
 #   PROMETHEUS_VERSION    github.com/prometheus/prometheus module version (default v0.316.0,
@@ -19,6 +22,33 @@ PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
 PROMETHEUS_OPERATOR_VERSION="${PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
 CACHE_ROOT="${GPUDIRECT_RDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpudirect-rdma}"
 DIR="${CACHE_ROOT}/monitoring/prometheus-${PROMETHEUS_VERSION}-operator-${PROMETHEUS_OPERATOR_VERSION}"
+CRDS="${CACHE_ROOT}/monitoring/prometheus-operator-${PROMETHEUS_OPERATOR_VERSION}-crds"
+export GOWORK=off GOTOOLCHAIN=local GOFLAGS="-mod=mod -buildvcs=false"
+
+# The CRDs, into ${CRDS} (one rename: a run beside this one finds them whole or not at all).
+fetch_crds() {
+  [[ -f "${CRDS}/monitoring.coreos.com_prometheusrules.yaml" ]] && return 0
+  if ! command -v go >/dev/null 2>&1; then
+    log "the go command is needed to download the prometheus-operator CRDs"
+    return 1
+  fi
+  log "the CRDs of github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}"
+  mkdir -p "${CACHE_ROOT}/monitoring"
+  local module_dir partial
+  module_dir="$(go mod download -json \
+    "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  partial="$(mktemp -d "${CRDS}.XXXXXX")"
+  cp "${module_dir}"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "${partial}/"
+  chmod u+w "${partial}/"*
+  mv -T "${partial}" "${CRDS}" 2>/dev/null || rm -rf "${partial}"
+}
+
+if [[ "${1:-}" == "crds" ]]; then
+  fetch_crds
+  echo "${CRDS}"
+  exit 0
+fi
 
 complete() {
   [[ -x "$1/promtool" && -f "$1/crds/monitoring.coreos.com_prometheusrules.yaml" ]]
@@ -50,7 +80,6 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 
-export GOWORK=off GOTOOLCHAIN=local GOFLAGS="-mod=mod -buildvcs=false"
 started=$(date +%s)
 work="$(mktemp -d "${CACHE_ROOT}/monitoring/build.XXXXXX")"
 trap 'rm -rf "${work}"' EXIT
@@ -68,12 +97,8 @@ GOBIN="${work}/out" go install -tags netgo \
   -ldflags "-X ${version_package}.Version=${release} -X ${version_package}.Revision=${PROMETHEUS_VERSION}" \
   "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}"
 
-log "the CRDs of github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}"
-module_dir="$(go mod download -json \
-  "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}" |
-  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-cp "${module_dir}"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "${work}/out/crds/"
-chmod u+w "${work}/out/crds/"*
+fetch_crds
+cp "${CRDS}"/*.yaml "${work}/out/crds/"
 
 rm -rf "${DIR}"
 mv "${work}/out" "${DIR}"

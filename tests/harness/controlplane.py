@@ -12,7 +12,10 @@ The CRDs are the upstream files in ../shared/crds (the Network Operator's of one
 NETWORK_OPERATOR_CRDS), plus three written here, in tests/harness/crds/: OpenShift's
 ClusterVersion and Infrastructure (config.openshift.io/v1), which a real OpenShift cluster serves
 from its own API and the collection's preflight reads, and the GPU Operator 26.7's GPUCluster,
-whose CRD file ../shared lacks. These are minimal CRDs of our own, not upstream copies.
+whose CRD file ../shared lacks. These are minimal CRDs of our own, not upstream copies. And the
+real prometheus-operator CRDs of the monitoring kinds the collection writes (MONITORING_CRDS:
+PrometheusRule, ServiceMonitor), which OpenShift serves: fetched from the Go module proxy into
+the cache (hack/build-monitoring-tools.sh crds).
 
 Everything lives in one state directory (default: .envtest/ at the repository root):
 kubeconfig (the admin a user or playbook would use), harness.kubeconfig (test set-up),
@@ -142,6 +145,30 @@ def crd_files(shared: Path | None = None, network_operator: str = LATEST_NETWORK
 def harness_crd_files() -> list[Path]:
     """The CRDs written here (tests/harness/crds/): kinds OpenShift serves that ../shared lacks."""
     return sorted(HARNESS_CRDS.glob("*.yaml"))
+
+
+# The prometheus-operator kinds of OpenShift monitoring that the collection's monitoring writes
+# (the others are large, and each CRD served costs the API server at every start).
+MONITORING_CRDS = ("prometheusrules", "servicemonitors")
+
+
+def monitoring_crd_files() -> list[Path]:
+    """The real prometheus-operator CRDs of MONITORING_CRDS, which OpenShift serves and
+    ../shared lacks: from the Go module proxy (hack/build-monitoring-tools.sh crds, a download
+    kept in the cache)."""
+    fetched = subprocess.run(
+        ["bash", str(REPO_ROOT / "hack" / "build-monitoring-tools.sh"), "crds"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if fetched.returncode != 0 or not fetched.stdout.split():
+        raise ControlPlaneError(
+            "hack/build-monitoring-tools.sh crds could not fetch the prometheus-operator CRDs: "
+            + (fetched.stderr.strip()[-2000:] or f"exit {fetched.returncode}")
+        )
+    folder = Path(fetched.stdout.split()[-1])
+    return [folder / f"monitoring.coreos.com_{plural}.yaml" for plural in MONITORING_CRDS]
 
 
 # Raised when what a template holds changes other than through the binaries or the CRD files.
@@ -426,7 +453,7 @@ class ControlPlane:
         policy = self.state_dir / "audit-policy.yaml"
         policy.write_text(yaml.safe_dump(_AUDIT_POLICY, sort_keys=False))
 
-        crds = crd_files(shared) + harness_crd_files()
+        crds = crd_files(shared) + harness_crd_files() + monitoring_crd_files()
         template = self._etcd_data(crds, binaries, deadline)
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd_url = f"http://127.0.0.1:{etcd_port}"

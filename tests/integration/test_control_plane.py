@@ -1,6 +1,7 @@
 """The local control plane is a real API server: it validates against the upstream CRD schemas,
 prunes unknown fields, enforces RBAC, and loads every CRD in ../shared/crds (not alternatives/)
-plus OpenShift's ClusterVersion and Infrastructure (tests/harness/crds/). A real
+plus OpenShift's ClusterVersion and Infrastructure (tests/harness/crds/) and the
+prometheus-operator CRDs of the monitoring kinds (from the Go module proxy). A real
 kube-controller-manager deletes what is in a deleted Namespace and collects garbage."""
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import monitoring
+from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness import controlplane
 from tests.harness.controlplane import (
     CONTROLLER_MANAGER_USER,
     api_client,
     crd_files,
     harness_crd_files,
+    monitoring_crd_files,
 )
+from tests.unit.inventories import inputs
 
 NIC_CLUSTER_POLICY = {
     "apiVersion": "mellanox.com/v1alpha1",
@@ -367,3 +372,36 @@ def test_a_port_taken_before_etcd_binds_it_starts_again_on_new_ports(tmp_path, m
     finally:
         plane.stop()
         taken.close()
+
+
+def test_the_monitoring_kinds_are_served_by_their_real_crds_and_judge_the_fabric_rule(
+    custom,
+):
+    """The prometheus-operator CRDs (fetched from the Go module proxy, not ../shared) are served:
+    the fabric's PrometheusRule (builders/monitoring.py) is taken whole by their schema, and one
+    with a duration the schema's pattern refuses is not."""
+    assert [p.name for p in monitoring_crd_files()] == [
+        "monitoring.coreos.com_prometheusrules.yaml",
+        "monitoring.coreos.com_servicemonitors.yaml",
+    ]
+    assert (
+        custom.list_cluster_custom_object("monitoring.coreos.com", "v1", "servicemonitors")["items"]
+        == []
+    )
+    plan = build_plan(inputs("node-groups"))
+    rule = monitoring.prometheus_rule(
+        plan, "default", {("a100", 3): {"device": "mlx5_3", "gpu": 3}}, monitoring.THRESHOLDS
+    )
+
+    def dry_run(body):
+        return custom.create_namespaced_custom_object(
+            "monitoring.coreos.com", "v1", "default", "prometheusrules", body, dry_run="All"
+        )
+
+    assert dry_run(rule)["spec"] == rule["spec"], "the schema pruned a field of the rule"
+    bad = copy.deepcopy(rule)
+    bad["spec"]["groups"][1]["rules"][0]["for"] = "5 minutes"
+    with pytest.raises(ApiException) as refused:
+        dry_run(bad)
+    assert refused.value.status == 422
+    assert "spec.groups[1].rules[0].for" in refused.value.body
