@@ -23,7 +23,7 @@ POOL = "label_gpudirect_example_com_pool"
 THRESHOLDS = {**monitoring.THRESHOLDS, "port_rate_gbps_below": 390}
 # The node-groups example: a100 (RoCE, 4 rails), h100 (InfiniBand, 8 rails). verify paired a100's
 # rail 3 with mlx5_3 and GPU 3.
-PAIRING = {("a100", 3): {"device": "mlx5_3", "gpu": 3}}
+PAIRING = {("a100", 3): {"device": "mlx5_3", "gpu": 3, "gbps": 184.5}}
 RAIL_3 = {"group": "a100", "rail": "3", "interface": "ens4f0np0", "gpu": "3"}
 
 
@@ -428,6 +428,32 @@ def test_every_alert_fires_on_its_series_and_not_on_others(promtool, rules, tmp_
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_a_rail_of_the_baseline_has_its_bandwidth_beside_its_labels(promtool, rules, tmp_path):
+    """The baseline's series: the rail map's labels of each node of the group, the verify
+    baseline's bandwidth as the value; a rail without one has none."""
+    (record,) = monitoring.baseline_rules(build_plan(inputs("node-groups")), PAIRING)
+    assert record["record"] == monitoring.RAIL_BASELINE
+    labels = {"instance": A100, "node": A100, "device": "mlx5_3", **RAIL_3}
+    test = {
+        "interval": "1m",
+        "input_series": NODES,
+        "promql_expr_test": [
+            {
+                "expr": monitoring.RAIL_BASELINE,
+                "eval_time": "2m",
+                "exp_samples": [
+                    {
+                        "labels": series(monitoring.RAIL_BASELINE, labels, "")["series"],
+                        "value": 184.5,
+                    }
+                ],
+            }
+        ],
+    }
+    done = promtool_test(promtool, rules, [test], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_a_wrong_expectation_fails_promtool(promtool, rules, tmp_path):
     """The control: an alert expected on the rail that stays up makes promtool fail."""
     (case,) = [c for c in cases(rules) if c["name"].startswith("link down")]
@@ -449,14 +475,20 @@ def test_node_labels_are_named_as_kube_state_metrics_names_them():
 def test_the_rail_map_has_the_rails_verify_paired_and_the_pairing_comes_from_the_baseline():
     baseline = {
         "pairs": [
-            {"group": "a100", "rail": 3, "device": "mlx5_3", "server_gpu": {"gpu": 3}},
+            {
+                "group": "a100",
+                "rail": 3,
+                "device": "mlx5_3",
+                "server_gpu": {"gpu": 3},
+                "bw_average_gbps": 184.5,
+            },
             {"group": "h100", "rail": 0, "device": "mlx5_0", "server_gpu": None},
         ]
     }
     pairing = monitoring.pairing_of(baseline)
     assert pairing == {
-        ("a100", 3): {"device": "mlx5_3", "gpu": 3},
-        ("h100", 0): {"device": "mlx5_0", "gpu": None},
+        ("a100", 3): {"device": "mlx5_3", "gpu": 3, "gbps": 184.5},
+        ("h100", 0): {"device": "mlx5_0", "gpu": None, "gbps": None},
     }
     rules = monitoring.rail_rules(build_plan(inputs("node-groups")), pairing)
     assert [r["labels"] for r in rules] == [

@@ -26,6 +26,8 @@ rail's RDMA device and GPU from the pairing verify found (verify_baseline record
 gpudirect_rdma:rail:info has one series per node and rail, {instance, group, rail, interface,
 device, gpu}; an alert on a device of a known rail carries them all ("worker-7 rail 3 (mlx5_3,
 GPU 3)"), one on another device of a group's node carries its group and device.
+gpudirect_rdma:rail:baseline_gbps has the same labels and, as its value, the rail's average
+bandwidth in the verify baseline, for the dashboard to draw beside the live rate.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ DCGM_SERVICE_MONITOR = {
 RULE_NAME = "gpudirect-rdma-fabric"
 NODE_GROUP = "gpudirect_rdma:node_group:info"
 RAIL = "gpudirect_rdma:rail:info"
+# A rail's bandwidth in the verify baseline (Gb/s), with the rail's labels: drawn beside the live
+# rate on the dashboard.
+RAIL_BASELINE = "gpudirect_rdma:rail:baseline_gbps"
 # An InfiniBand port's state_id when it is up (node_exporter: 4: active).
 ACTIVE = 4
 # The alert thresholds and the plan inputs that set them (gpudirect_rdma_monitoring_<key>).
@@ -121,13 +126,37 @@ def rail_rules(plan: dict, pairing: dict) -> list[dict]:
     return rules
 
 
+def baseline_rules(plan: dict, pairing: dict) -> list[dict]:
+    """Per node group and rail with a bandwidth in the verify baseline: the rail's series of the
+    rail map with that bandwidth (Gb/s) as its value. After rail_rules in the same rule group,
+    whose series it reads in the same evaluation."""
+    rules = []
+    for group in plan["groups"]:
+        for rail in group["rails"]:
+            found = pairing.get((group["name"], rail["index"])) or {}
+            if not found.get("device") or found.get("gbps") is None:
+                continue
+            rules.append(
+                {
+                    "record": RAIL_BASELINE,
+                    "expr": f"{RAIL}{{group={_quoted(group['name'])},"
+                    f"rail={_quoted(str(rail['index']))}}} * 0 + {float(found['gbps'])}",
+                }
+            )
+    return rules
+
+
 def pairing_of(baseline: dict | None) -> dict:
     """The GPU-NIC pairing of a verify baseline (verify/baseline.py): {(group, rail): {device,
-    gpu}}, from each rail's server side."""
+    gpu, gbps}}, from each rail's server side and the pair's average bandwidth."""
     found = {}
     for pair in (baseline or {}).get("pairs") or []:
         gpu = (pair.get("server_gpu") or {}).get("gpu")
-        found[(pair.get("group"), pair.get("rail"))] = {"device": pair.get("device"), "gpu": gpu}
+        found[(pair.get("group"), pair.get("rail"))] = {
+            "device": pair.get("device"),
+            "gpu": gpu,
+            "gbps": pair.get("bw_average_gbps"),
+        }
     return found
 
 
@@ -308,7 +337,9 @@ def prometheus_rule(plan: dict, namespace: str, pairing: dict, thresholds: dict)
     groups = [
         {
             "name": "gpudirect-rdma.rail-map",
-            "rules": node_group_rules(plan) + rail_rules(plan, pairing),
+            "rules": node_group_rules(plan)
+            + rail_rules(plan, pairing)
+            + baseline_rules(plan, pairing),
         },
         {"name": "gpudirect-rdma.fabric", "rules": fabric_alerts(plan, thresholds)},
         {"name": "gpudirect-rdma.gpu", "rules": gpu_alerts(thresholds)},
