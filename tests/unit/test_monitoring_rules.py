@@ -343,6 +343,12 @@ def cases(rules_path: Path) -> list[dict]:
                     {"instance": A100, "gpu": "2", "job": "gpu-metrics"},
                     "0+1x40",
                 ),
+                # The exporter has every counter of every GPU: the same labels but the name.
+                series(
+                    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+                    {"instance": A100, "gpu": "2", "job": "gpu-metrics"},
+                    "0x40",
+                ),
                 series(
                     "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
                     {"instance": A100, "gpu": "5", "job": "gpu-metrics"},

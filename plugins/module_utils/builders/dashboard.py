@@ -23,6 +23,7 @@ import json
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import new_object
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.monitoring import (
     NODE_GROUP,
+    NVLINK_ERRORS_10M,
     RAIL,
     RAIL_BASELINE,
 )
@@ -185,11 +186,7 @@ def rows(plan: dict) -> list[dict]:
                     "short",
                     [
                         (
-                            per_gpu(
-                                "sum by (instance, gpu) (increase({__name__=~"
-                                '"DCGM_FI_DEV_NVLINK_(CRC_FLIT|CRC_DATA|REPLAY|RECOVERY)'
-                                '_ERROR_COUNT_TOTAL"}[10m]))'
-                            ),
+                            per_gpu(NVLINK_ERRORS_10M),
                             GPU_LEGEND,
                         )
                     ],

@@ -55,6 +55,20 @@ RAIL = "gpudirect_rdma:rail:info"
 # A rail's bandwidth in the verify baseline (Gb/s), with the rail's labels: drawn beside the live
 # rate on the dashboard.
 RAIL_BASELINE = "gpudirect_rdma:rail:baseline_gbps"
+# A GPU's NVLink errors in the last 10 minutes, the four counters together. increase() drops the
+# metric name, and every GPU has all four counters with the same labels, so one increase over a
+# name pattern gives duplicate label sets, which Prometheus refuses: each counter's increase
+# carries its name in a label of its own before they are added up.
+NVLINK_COUNTERS = ("CRC_FLIT", "CRC_DATA", "REPLAY", "RECOVERY")
+NVLINK_ERRORS_10M = (
+    "sum by (instance, gpu) ("
+    + " or ".join(
+        f"label_replace(increase(DCGM_FI_DEV_NVLINK_{counter}_ERROR_COUNT_TOTAL[10m]), "
+        f'"counter", "{counter.lower()}", "", "")'
+        for counter in NVLINK_COUNTERS
+    )
+    + ")"
+)
 # An InfiniBand port's state_id when it is up (node_exporter: 4: active).
 ACTIVE = 4
 # The alert thresholds and the plan inputs that set them (gpudirect_rdma_monitoring_<key>).
@@ -318,9 +332,7 @@ def gpu_alerts(thresholds: dict) -> list[dict]:
         ),
         _alert(
             "GPUDirectRDMANVLinkErrors",
-            "(sum by (instance, gpu) (increase({__name__=~"
-            '"DCGM_FI_DEV_NVLINK_(CRC_FLIT|CRC_DATA|REPLAY|RECOVERY)_ERROR_COUNT_TOTAL"}[10m])) '
-            f">= {thresholds['nvlink_errors_per_10m']}) {on_groups}",
+            f"({NVLINK_ERRORS_10M} >= {thresholds['nvlink_errors_per_10m']}) {on_groups}",
             minutes,
             "warning",
             "{{ $labels.instance }} GPU {{ $labels.gpu }} of node group {{ $labels.group }}: "
