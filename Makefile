@@ -79,7 +79,7 @@ unit: venv monitoring-tools ## unit tests (no cluster)
 	$(BIN)/pytest -n $(UNIT_WORKERS) tests/unit
 
 .PHONY: monitoring-tools
-monitoring-tools: ## promtool and the prometheus-operator CRDs from the Go module proxy, for the rules' tests (cached outside the repository)
+monitoring-tools: ## promtool, prometheus and the prometheus-operator CRDs from the Go module proxy, for the rules' tests (cached outside the repository)
 	bash hack/build-monitoring-tools.sh >/dev/null
 
 .PHONY: sanity

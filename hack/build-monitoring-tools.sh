@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Build the monitoring tools the tests run for real from the Go module proxy, and keep them
-# outside the repository: promtool (github.com/prometheus/prometheus), and the
+# outside the repository: promtool and prometheus (github.com/prometheus/prometheus), and the
 # prometheus-operator CRDs (ServiceMonitor, PrometheusRule, ...) from its module's
 # example/prometheus-operator-crd/.
 #
-#   bash hack/build-monitoring-tools.sh        # both; prints the directory of promtool and crds/
+#   bash hack/build-monitoring-tools.sh        # all; prints the directory of promtool,
+#                                              # prometheus and crds/
 #   bash hack/build-monitoring-tools.sh crds   # the CRDs only (a module download, no build; the
 #                                              # local control plane serves them); prints their
 #                                              # directory
@@ -51,7 +52,7 @@ if [[ "${1:-}" == "crds" ]]; then
 fi
 
 complete() {
-  [[ -x "$1/promtool" && -f "$1/crds/monitoring.coreos.com_prometheusrules.yaml" ]]
+  [[ -x "$1/promtool" && -x "$1/prometheus" && -f "$1/crds/monitoring.coreos.com_prometheusrules.yaml" ]]
 }
 if complete "${DIR}"; then
   log "cached: ${DIR}"
@@ -76,7 +77,7 @@ if command -v flock >/dev/null 2>&1; then
 fi
 
 if ! command -v go >/dev/null 2>&1; then
-  log "the go command is needed to build promtool (Go 1.24+)"
+  log "the go command is needed to build promtool and prometheus (Go 1.24+)"
   exit 1
 fi
 
@@ -92,10 +93,11 @@ module_patch="${module_minor#*.}"
 module_minor="${module_minor%%.*}"
 release="$(( module_minor / 100 )).$(( module_minor % 100 )).${module_patch}"
 version_package=github.com/prometheus/common/version
-log "building promtool ${release} (github.com/prometheus/prometheus ${PROMETHEUS_VERSION})"
+log "building promtool and prometheus ${release} (github.com/prometheus/prometheus ${PROMETHEUS_VERSION})"
 GOBIN="${work}/out" go install -tags netgo \
   -ldflags "-X ${version_package}.Version=${release} -X ${version_package}.Revision=${PROMETHEUS_VERSION}" \
-  "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}"
+  "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}" \
+  "github.com/prometheus/prometheus/cmd/prometheus@${PROMETHEUS_VERSION}"
 
 fetch_crds
 cp "${CRDS}"/*.yaml "${work}/out/crds/"

@@ -319,6 +319,11 @@ class ControlPlane:
     def server(self) -> str:
         return self._read_state()["server"]
 
+    @property
+    def exporters(self) -> str | None:
+        """Where the simulator serves the exporters' series (tests/simulator/exporters.py)."""
+        return self._read_state().get("exporters")
+
     def health(self) -> Health:
         state = self._read_state()
         processes = [Process(**entry) for entry in state["processes"]]
@@ -735,6 +740,8 @@ class ControlPlane:
         webhook = CertificateAuthority.load(self.pki).issue("webhook", "simulator", server=True)
         ready = self.state_dir / "simulator.ready"
         ready.unlink(missing_ok=True)
+        exporters = free_port()
+        self._update_state(exporters=f"http://127.0.0.1:{exporters}")
         process = self._spawn(
             "simulator",
             [
@@ -748,6 +755,7 @@ class ControlPlane:
                 f"--webhook-key={webhook.key}",
                 f"--webhook-ca={self.pki / 'ca.crt'}",
                 f"--ready-file={ready}",
+                f"--exporters-port={exporters}",
                 *extra_args,
             ],
             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},

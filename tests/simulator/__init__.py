@@ -6,10 +6,13 @@ See README.md beside this file for exactly what it simulates.
 from __future__ import annotations
 
 
-def build_simulator(api_client, interval: float = 0.2, webhooks=None, ready=None):
+def build_simulator(
+    api_client, interval: float = 0.2, webhooks=None, ready=None, exporters_port=None
+):
     """The simulator with every controller it plays, over the real reference catalog; with
     webhooks (an admission.WebhookServer), OLM registers the policy webhooks it serves; ready is
-    called once the first tick has done every controller's work.
+    called once the first tick has done every controller's work; with exporters_port, the
+    exporters' series (exporters.py) are served on it.
 
     The order matters: the NIC Configuration and Maintenance Operators read the CSVs,
     NicClusterPolicies and nodes that OLM and the operators before them listed in the same tick
@@ -24,6 +27,7 @@ def build_simulator(api_client, interval: float = 0.2, webhooks=None, ready=None
     importing every controller (the kubernetes client among them) cost each of them 0.3 s."""
     from tests.simulator import (
         drivers,
+        exporters,
         maintenance,
         nic_configuration,
         olm,
@@ -46,6 +50,7 @@ def build_simulator(api_client, interval: float = 0.2, webhooks=None, ready=None
             maintenance.MaintenanceOperator(gate),
             *drivers.controllers(gate, kubelet.logs.logs),
             kubelet,
+            *([exporters.Exporters(exporters_port)] if exporters_port is not None else []),
         ],
         gate,
         interval=interval,

@@ -36,6 +36,12 @@ def main(argv: list[str] | None = None) -> int:
         help="write this file once the first tick has done every controller's work (the "
         "cluster's CatalogSources, MachineConfigPools and ClusterVersion exist)",
     )
+    parser.add_argument(
+        "--exporters-port",
+        type=int,
+        help="serve the exporters' series (node-exporter, DCGM, kube-state-metrics) of the fake "
+        "nodes on 127.0.0.1:PORT (exporters.py)",
+    )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("run", help="play OLM and the operators until stopped (the default)")
     webhook = parser.add_argument_group("the Network Operator's policy webhooks (all four or none)")
@@ -165,7 +171,9 @@ def _command(args, client: k8s.ApiClient) -> int:
     watching = WatchingApiClient(client.configuration)
     try:
         ready = args.ready_file.touch if args.ready_file else None
-        build_simulator(watching, webhooks=webhooks, ready=ready).run(stop)
+        build_simulator(
+            watching, webhooks=webhooks, ready=ready, exporters_port=args.exporters_port
+        ).run(stop)
     finally:
         watching.close()
     return 0

@@ -79,6 +79,10 @@ DEFAULT_KNOBS: dict = {
     # driver kept); each hold entry {node, driver: gpu|doca, state} keeps that node in that state
     # (upgrade-required, drain-required, ...) while it is listed: a stuck node.
     "drivers": {"fail": [], "hold": []},
+    # The exporters' series (exporters.py): link_down [{node, device}] reports that port down;
+    # pause [{node, interface, priority, per_second}] grows its PFC pause counter at that rate;
+    # xid [{node, gpu, code}] makes that GPU report the XID.
+    "exporters": {"link_down": [], "pause": [], "xid": []},
 }
 
 

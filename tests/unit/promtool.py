@@ -28,7 +28,8 @@ RAIL_3 = {"group": "a100", "rail": "3", "interface": "ens4f0np0", "gpu": "3"}
 
 
 def built_promtool() -> str:
-    """The path of promtool, built (or found in the cache) by hack/build-monitoring-tools.sh."""
+    """The path of promtool, built (or found in the cache) by hack/build-monitoring-tools.sh;
+    prometheus is beside it."""
     built = subprocess.run(
         ["bash", str(REPO_ROOT / "hack" / "build-monitoring-tools.sh")],
         capture_output=True,
