@@ -71,15 +71,8 @@ def _csv_phase(custom, namespace, name):
     return ((csv or {}).get("status") or {}).get("phase")
 
 
-def test_default_catalog_sources_are_ready(custom):
-    for name in ("redhat-operators", "certified-operators"):
-        source = custom.get_namespaced_custom_object(
-            *OLM, "openshift-marketplace", "catalogsources", name
-        )
-        assert source["status"]["connectionState"]["lastObservedState"] == "READY"
-
-
-def test_manual_install_plan_waits_for_approval_then_csv_succeeds(custom, namespace):
+def _subscribe_manually_to_26_3_3(custom, namespace):
+    """An OperatorGroup and a Subscription to GPU Operator 26.3.3 with Manual approval."""
     _operator_group(custom, namespace)
     _subscribe(
         custom,
@@ -89,6 +82,18 @@ def test_manual_install_plan_waits_for_approval_then_csv_succeeds(custom, namesp
         installPlanApproval="Manual",
         startingCSV="gpu-operator-certified.v26.3.3",
     )
+
+
+def test_default_catalog_sources_are_ready(custom):
+    for name in ("redhat-operators", "certified-operators"):
+        source = custom.get_namespaced_custom_object(
+            *OLM, "openshift-marketplace", "catalogsources", name
+        )
+        assert source["status"]["connectionState"]["lastObservedState"] == "READY"
+
+
+def test_manual_install_plan_waits_for_approval_then_csv_succeeds(custom, namespace):
+    _subscribe_manually_to_26_3_3(custom, namespace)
     plan_name = wait_for(
         lambda: (
             _subscription_status(custom, namespace, "gpu-operator-certified")
@@ -142,15 +147,7 @@ def test_a_subscription_that_lost_its_plan_reference_takes_up_the_same_plan(cust
     status leaves the plan without a reference; the next tick finds the plan of that generation
     (OLM's ensureInstallPlan) instead of making a second one (the upgrade tests under load saw
     two pending plans for one CSV)."""
-    _operator_group(custom, namespace)
-    _subscribe(
-        custom,
-        namespace,
-        "gpu-operator-certified",
-        channel="v26.3",
-        installPlanApproval="Manual",
-        startingCSV="gpu-operator-certified.v26.3.3",
-    )
+    _subscribe_manually_to_26_3_3(custom, namespace)
 
     def referenced():
         ref = _subscription_status(custom, namespace, "gpu-operator-certified").get(
