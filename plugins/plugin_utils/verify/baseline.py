@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import new_object
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.verify_baseline import (
+    KEY,
+    NAME,
+    from_config_map,
+)
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.compare import compare
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.verify.pods import COMPONENT
 
-NAME = "gpudirect-rdma-verify-baseline"
-KEY = "baseline.json"
 PAIR_KEYS = (
     "group",
     "rail",
@@ -52,14 +55,11 @@ def config_map(plan: dict, report: dict) -> dict:
     return {**obj, "data": {KEY: json.dumps(kept(report), indent=1, sort_keys=True)}}
 
 
-def from_config_map(found: dict | None) -> dict | None:
-    """The baseline a ConfigMap holds, or None."""
-    text = ((found or {}).get("data") or {}).get(KEY)
-    return json.loads(text) if text else None
-
-
 def against(baseline: dict, report: dict, max_drop_percent: float) -> dict:
     """The report judged against the baseline: the comparison (compare.compare), with when the
     baseline was recorded and its nodes."""
     found = compare(baseline, report, max_drop_percent)
     return {**found, "recorded": (baseline.get("run") or {}).get("date")}
+
+
+__all__ = ["KEY", "NAME", "against", "config_map", "from_config_map", "kept"]
