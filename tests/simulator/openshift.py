@@ -5,6 +5,9 @@
   Kubernetes cluster that is not OpenShift.
 - Infrastructure `cluster`: status.controlPlaneTopology and infrastructureTopology from the knob
   `openshift.topology` (SingleReplica for single-node OpenShift).
+- The Namespaces every OpenShift cluster has that the collection writes into or reads from:
+  `openshift-config-managed` (the console's dashboards) and `openshift-monitoring` (the
+  cluster monitoring settings), made by the cluster-version operator from the release payload.
 - ImageStream `openshift/driver-toolkit`, as the cluster-version operator publishes it: a tag
   for the RHCOS build the fake nodes run (nodes.RHCOS) and `latest`; with the knob
   `openshift.driver_toolkit_missing` true, `latest` only (a build the Driver Toolkit has no image
@@ -22,6 +25,7 @@ from tests.simulator.core import World, create_if_absent, now, replace_status
 from tests.simulator.nodes import RHCOS
 
 GROUP, VERSION = "config.openshift.io", "v1"
+PLATFORM_NAMESPACES = ("openshift-config-managed", "openshift-monitoring")
 
 
 def _get(world: World, plural: str, name: str) -> dict | None:
@@ -36,12 +40,27 @@ def _get(world: World, plural: str, name: str) -> dict | None:
 class ClusterVersionOperator:
     name = "cluster-version-operator"
 
+    def __init__(self):
+        self._namespaces_made = False
+
     def reconcile(self, world: World) -> None:
         knobs = world.knobs.get("openshift") or {}
         self._cluster_version(world, knobs.get("version"))
         self._infrastructure(world, knobs.get("topology") or "HighlyAvailable")
         if knobs.get("version") is not None:
+            self._platform_namespaces(world)
             self._driver_toolkit(world, bool(knobs.get("driver_toolkit_missing")))
+
+    def _platform_namespaces(self, world: World) -> None:
+        """Once per simulator: they are the payload's, nothing here deletes them."""
+        if self._namespaces_made:
+            return
+        for name in PLATFORM_NAMESPACES:
+            create_if_absent(
+                world.core.create_namespace,
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+            )
+        self._namespaces_made = True
 
     def _ensure(self, world: World, plural: str, kind: str, name: str, spec: dict) -> dict | None:
         body = {
