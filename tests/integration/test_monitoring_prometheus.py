@@ -3,10 +3,12 @@ by hack/build-monitoring-tools.sh) that scrapes the simulator's exporters
 (tests/simulator/exporters.py: node-exporter, DCGM and kube-state-metrics series of the fake
 nodes of the node-groups example):
 a port the simulator reports down, PFC pauses on the lossless priority and a GPU's XID fire their
-alerts for the named node, rail, device and GPU; every query of the dashboard returns data."""
+alerts for the named node, rail, device and GPU; every query of the dashboard returns data, and
+the dashboard drawn from their results renders in a browser."""
 
 from __future__ import annotations
 
+import html
 import json
 import subprocess
 import time
@@ -21,6 +23,8 @@ import yaml
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import dashboard, monitoring
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import free_port
+from tests.integration import dashboard_page
+from tests.integration.browser import open_page, page_errors
 from tests.integration.helpers import wait_for
 from tests.integration.test_site import nodes_for
 from tests.unit.inventories import inputs
@@ -201,3 +205,52 @@ def test_every_query_of_the_dashboard_returns_data_from_the_real_prometheus(prom
     counted = variable.replace("label_values(", "count(").replace(", group)", ") by (group)")
     groups = {r["metric"]["group"] for r in _api(prometheus, "query", query=counted)["result"]}
     assert groups == {"a100", "h100"}
+
+
+def _ranges(url: str, expr: str, end: float) -> list[dict]:
+    """The query over the last minute, a point a second."""
+    return _api(
+        url, "query_range", query=expr.replace("$group", ".+"), start=end - 60, end=end, step=1
+    )["result"]
+
+
+def test_the_dashboard_drawn_from_the_real_prometheus_in_a_browser(prometheus, tmp_path):
+    """Each panel's queries over the last minute (query_range, the group variable on All),
+    drawn as the console lays the rows out, in Chromium: every panel has its lines, named by
+    node, rail, device and GPU; the screenshot is kept in build/screenshots."""
+    plan = build_plan(inputs(INVENTORY))
+    board = dashboard.dashboard(plan)
+    first = board["rows"][0]["panels"][0]["targets"][0]["expr"]
+    # A line of at least 10 points: 10 seconds of rates.
+    wait_for(
+        lambda: any(len(s["values"]) >= 10 for s in _ranges(prometheus, first, time.time())),
+        timeout=90,
+        what="10 seconds of the first rate",
+    )
+    end = time.time()
+    results = {}
+    for row in board["rows"]:
+        for panel in row["panels"]:
+            results[panel["id"]] = [
+                (
+                    dashboard_page.legend(target["legendFormat"], s["metric"]),
+                    [(float(t), float(v)) for t, v in s["values"]],
+                )
+                for target in panel["targets"]
+                for s in _ranges(prometheus, target["expr"], end)
+            ]
+    assert all(results.values()), [p for p, s in results.items() if not s]
+    short = [name for series in results.values() for name, points in series if len(points) < 2]
+    assert short == [], "a series of one point draws no line"
+    path = tmp_path / "dashboard.html"
+    path.write_text(dashboard_page.page(board, results))
+    dom, picture, log = open_page(path, "monitoring-dashboard.png", 2400)
+    assert page_errors(log) == []
+    panels = [p for row in board["rows"] for p in row["panels"]]
+    assert dom.count('class="panel"') == len(panels)
+    assert "no data" not in dom
+    for panel in panels:
+        assert html.escape(panel["title"], quote=False) in dom
+    # A rail's line is named as the alerts name it.
+    assert f"{NODE} rail 3 (mlx5_3, GPU 3)" in dom
+    print(f"screenshot: {picture}")
