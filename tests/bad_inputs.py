@@ -1169,8 +1169,32 @@ CASES: list[BadInput] = [
         SLI,
         f"{V}roce_pfc_priority",
         "4",
-        "on a RoCE node group: roceOptimized, the RoCE QoS, is for RoCE only",
+        "on a RoCE node group, or gpudirect_rdma_monitoring: true on one (its PFC pause alert)",
         set={"nic_configuration": True, "nic_type": ["ConnectX-7"], "roce_pfc_priority": 4},
+    ),
+    BadInput(
+        "monitoring-for-minutes-zero",
+        SDR,
+        f"{V}monitoring_for_minutes",
+        "0",
+        "a whole number from 1 to 1440",
+        set={"monitoring": True, "monitoring_for_minutes": 0},
+    ),
+    BadInput(
+        "monitoring-not-a-boolean",
+        SDR,
+        f"{V}monitoring",
+        "sometimes",
+        "true or false",
+        set={"monitoring": "sometimes"},
+    ),
+    BadInput(
+        "monitoring-port-rate-too-high",
+        SDR,
+        f"{V}monitoring_port_rate_gbps_below",
+        "5000",
+        "a whole number from 0 to 3200 Gb/s (0: no such alert)",
+        set={"monitoring": True, "monitoring_port_rate_gbps_below": 5000},
     ),
     # -- settings that nothing in the plan would use (plan/unused.py) ---------------------------
     BadInput(
@@ -1200,10 +1224,10 @@ CASES: list[BadInput] = [
     BadInput(
         "unknown-name-with-the-prefix",
         SDR,
-        V + "monitoring",
+        V + "telemetry",
         None,
         "not a variable of gpudirect.rdma (its inputs: ansible-doc gpudirect.rdma.plan",
-        set={"monitoring": True},
+        set={"telemetry": True},
     ),
     BadInput(
         "mixed-num-vfs-of-the-shared-device-group",

@@ -25,7 +25,8 @@ options:
         list.
     type: str
     choices: [nfd, sriov-network-operator, maintenance-operator, network-operator, nic-node-policies,
-              machine-config, nic-configuration, gpu-operator, shared-device, host-device, sriov-legacy]
+              machine-config, nic-configuration, gpu-operator, shared-device, host-device, sriov-legacy,
+              monitoring]
   part:
     description:
       - C(olm) keeps the operators' Namespace, OperatorGroup and Subscription, C(operand) the

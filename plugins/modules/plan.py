@@ -265,6 +265,55 @@ options:
       (C(maxNodeMaintenanceTimeSeconds)).
     type: int
     default: 3600
+  monitoring:
+    description:
+      - Watch the fabric's health on OpenShift monitoring (opt-in). Adds the DOCA Telemetry Service
+        to the NicClusterPolicy with a Service and ServiceMonitor that user-workload monitoring
+        scrapes, the DCGM exporter's ServiceMonitor to the ClusterPolicy, and, in the Namespace
+        C(gpudirect-rdma-monitoring), a PrometheusRule (the rail map as recording rules, the
+        fabric's and the GPUs' alerts) with a dashboard for the console. See docs/monitoring.md.
+      - Off, the six configurations are as without it, and what the collection made for it goes.
+    type: bool
+    default: false
+  monitoring_for_minutes:
+    description: Minutes a condition must hold before its alert fires (the alerts' C(for)); the
+      link-flap and XID alerts fire at once.
+    type: int
+    default: 5
+  monitoring_link_down_per_hour:
+    description: Times a port's link may go down in an hour before C(GPUDirectRDMALinkFlapping)
+      fires (node_exporter's C(link_downed) counter).
+    type: int
+    default: 1
+  monitoring_symbol_errors_per_10m:
+    description: Symbol errors of a port in 10 minutes that fire C(GPUDirectRDMASymbolErrors).
+    type: int
+    default: 10
+  monitoring_out_of_sequence_per_second:
+    description: Out-of-sequence packets a second a port receives that fire
+      C(GPUDirectRDMAOutOfSequence).
+    type: int
+    default: 100
+  monitoring_cnp_per_second:
+    description: Congestion notification packets a second a RoCE port sends that fire
+      C(GPUDirectRDMACongestion).
+    type: int
+    default: 5000
+  monitoring_pfc_pause_per_second:
+    description: PFC pause frames a second a RoCE interface receives on O(roce_pfc_priority) that
+      fire C(GPUDirectRDMAPFCPauseStorm) (node-exporter's ethtool collector must be on).
+    type: int
+    default: 1000
+  monitoring_nvlink_errors_per_10m:
+    description: NVLink CRC, replay and recovery errors of a GPU in 10 minutes that fire
+      C(GPUDirectRDMANVLinkErrors).
+    type: int
+    default: 1
+  monitoring_port_rate_gbps_below:
+    description: A port rate in Gb/s below which C(GPUDirectRDMAPortRateLow) fires (a port that
+      trained at a lower speed than its cable and switch should give); C(0), no such alert.
+    type: int
+    default: 0
   driver_upgrade_max_parallel:
     description:
       - Nodes whose GPU driver, or DOCA driver, is upgraded at once (C(maxParallelUpgrades) of the

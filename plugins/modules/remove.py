@@ -55,7 +55,7 @@ options:
     type: list
     elements: str
     required: true
-    choices: [operands, test-pods, sriov-legacy, host-device, shared-device, gpu-operator,
+    choices: [operands, test-pods, monitoring, sriov-legacy, host-device, shared-device, gpu-operator,
               nic-configuration, machine-config,
               nic-node-policies, network-operator, maintenance-operator, sriov-network-operator,
               nfd, operators, namespaces]

@@ -56,14 +56,15 @@ options:
       - Give O(role) or O(name), not both.
     type: str
     choices: [nfd, sriov_network_operator, maintenance_operator, network_operator, node_config,
-              nic_configuration, gpu_operator, shared_device, host_device, sriov_legacy]
+              nic_configuration, gpu_operator, shared_device, host_device, sriov_legacy, monitoring]
   name:
     description:
       - The step, or C(all) for every step in order.
       - Give O(role) or O(name), not both.
     type: str
     choices: [all, nfd, sriov-network-operator, maintenance-operator, network-operator, nic-node-policies,
-              machine-config, nic-configuration, gpu-operator, shared-device, host-device, sriov-legacy]
+              machine-config, nic-configuration, gpu-operator, shared-device, host-device, sriov-legacy,
+              monitoring]
   plan:
     description: The plan M(gpudirect.rdma.plan) returns. The action plugin fills it in, from
       C(gpudirect_rdma_plan), else by planning from the inventory's variables as

@@ -16,8 +16,9 @@ The object files themselves carry no Argo CD annotation, so they stay exactly th
 site.yml applies. Waves (sync_wave): the operators' Namespaces, OperatorGroups and
 Subscriptions first (0), then the operands in the order site.yml waits on them (NFD instance,
 SriovOperatorConfig and MaintenanceOperatorConfig 1, NicClusterPolicy 2, NicNodePolicies and
-MachineConfigs 3, NicConfigurationTemplates and ClusterPolicy 4), then the RDMA method (5). An
-object whose CRD comes with an operator also gets
+MachineConfigs 3, NicConfigurationTemplates and ClusterPolicy 4), then the RDMA method (5), then
+the monitoring step's rules, scrape and dashboard (6). An object whose CRD comes with an operator
+also gets
 `argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true`: Argo CD's dry run of the
 whole sync happens before that operator has installed its CRDs.
 """
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.steps import (
     component_of,
-    is_olm,
     wave,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.yaml_text import to_yaml
@@ -37,11 +37,18 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 SKIP_DRY_RUN = "SkipDryRunOnMissingResource=true"
 WAVES_COMMENT = (
-    "# Argo CD sync waves: operators 0, operands 1-4 (site.yml's order), the RDMA method 5.\n"
+    "# Argo CD sync waves: operators 0, operands 1-4 (site.yml's order), the RDMA method 5,\n"
+    "# monitoring 6.\n"
     "# The transformers add them at build time; the object files stay what site.yml applies."
 )
-# Kinds OpenShift serves before any of the four operators is installed, besides the OLM kinds.
-PLATFORM_KINDS = ("MachineConfig",)
+# API groups OpenShift serves before any of the operators is installed: Kubernetes' core, OLM's,
+# the Machine Config Operator's and the monitoring stack's (PrometheusRule, ServiceMonitor).
+PLATFORM_GROUPS = (
+    "",
+    "operators.coreos.com",
+    "machineconfiguration.openshift.io",
+    "monitoring.coreos.com",
+)
 
 
 def file_name(obj: dict) -> str:
@@ -87,7 +94,7 @@ def sync_wave(obj: dict) -> int:
 def argocd_annotations(obj: dict) -> dict[str, str]:
     """The annotations Argo CD reads, as the component's kustomization.yaml adds them."""
     annotations = {SYNC_WAVE: str(sync_wave(obj))}
-    if not is_olm(obj) and obj["kind"] not in PLATFORM_KINDS:
+    if obj["apiVersion"].rpartition("/")[0] not in PLATFORM_GROUPS:
         annotations[SYNC_OPTIONS] = SKIP_DRY_RUN
     return annotations
 

@@ -21,6 +21,7 @@ from ansible_collections.gpudirect.rdma.plugins.filter.objects import objects as
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.plan import build_plan
 from tests.harness.controlplane import REPO_ROOT, api_client, started
 from tests.integration.helpers import assert_kept, server_side_dry_run
+from tests.simulator.openshift import PLATFORM_NAMESPACES
 from tests.unit.inventories import NAMES, inputs
 
 RENDER = REPO_ROOT / "playbooks" / "render.yml"
@@ -59,9 +60,15 @@ def resources(tmp_path_factory):
     """A control plane of its own, empty of the collection's objects, so that every rendered
     object can be tried with a dry-run create whatever other tests applied to the shared one.
     Without the simulator: a dry-run create asks the API server alone (no operator is installed
-    here, so the simulator would serve no webhook either)."""
+    here, so the simulator would serve no webhook either). The Namespaces every OpenShift
+    cluster has, which the tree writes into and does not make (the console's dashboards'), are
+    made as the simulator makes them."""
     with started(tmp_path_factory.mktemp("render"), simulator=False) as plane:
-        yield dynamic.DynamicClient(api_client(plane.harness_kubeconfig))
+        found = dynamic.DynamicClient(api_client(plane.harness_kubeconfig))
+        for name in PLATFORM_NAMESPACES:
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            server_side_dry_run(found, namespace)
+        yield found
 
 
 # Every example as it is, and each of the six configurations with the node model (their one
@@ -114,7 +121,12 @@ OPERAND_ORDER = (
 )
 METHOD_FOLDERS = ("shared-device", "host-device", "sriov-legacy")
 # API groups OpenShift serves before the four operators are installed.
-PLATFORM_GROUPS = ("", "operators.coreos.com", "machineconfiguration.openshift.io")
+PLATFORM_GROUPS = (
+    "",
+    "operators.coreos.com",
+    "machineconfiguration.openshift.io",
+    "monitoring.coreos.com",
+)
 
 
 def key(obj: dict) -> tuple:
@@ -138,7 +150,7 @@ def test_argocd_sync_waves_order_the_tree_and_leave_the_objects_as_site_applies_
     case, tree, _result = rendered
     inventory, _colon, model = case.partition(":")
     built = build(control_plane, tree)
-    waves: dict[str, list[int]] = {"operators": [], "operands": [], "method": []}
+    waves: dict[str, list[int]] = {"operators": [], "operands": [], "method": [], "after": []}
     operand_waves = {}
     for obj in built:
         annotations = obj["metadata"].get("annotations", {})
@@ -150,6 +162,8 @@ def test_argocd_sync_waves_order_the_tree_and_leave_the_objects_as_site_applies_
             waves["operators"].append(wave)
         elif folder in METHOD_FOLDERS:
             waves["method"].append(wave)
+        elif folder == "monitoring":
+            waves["after"].append(wave)
         else:
             waves["operands"].append(wave)
             operand_waves.setdefault(obj["kind"], set()).add(wave)
@@ -158,9 +172,12 @@ def test_argocd_sync_waves_order_the_tree_and_leave_the_objects_as_site_applies_
             assert SYNC_OPTIONS not in annotations, name
         else:
             assert annotations[SYNC_OPTIONS] == "SkipDryRunOnMissingResource=true", name
-    assert all(waves.values()), waves
+    assert all(waves[k] for k in ("operators", "operands", "method")), waves
     assert max(waves["operators"]) < min(waves["operands"])
     assert max(waves["operands"]) < min(waves["method"])
+    # The monitoring step's rules and dashboard last (multi-rail-hgx has it).
+    assert bool(waves["after"]) == (inventory == "multi-rail-hgx"), waves
+    assert max(waves["method"]) < min(waves["after"] or [99])
     order = [
         wave for step in OPERAND_ORDER for kind in step for wave in operand_waves.get(kind, ())
     ]

@@ -169,6 +169,8 @@ def expected_policy_sections(plan: dict) -> set[str]:
         sections.add("nvIpam")
     if plan["nic_configuration"]["enabled"]:
         sections.add("nicConfigurationOperator")
+    if plan["monitoring"]["enabled"]:
+        sections.add("docaTelemetryService")
     return sections
 
 
@@ -296,9 +298,12 @@ def test_configuration_converges_and_a_second_run_writes_nothing(
     requests = audit.requests(ADMIN_USER)
     assert requests, "the second run read the cluster"
     # One read per kind, without discovery (k8s/kinds.py names every kind the steps read): 30,
-    # and the NIC firmware opt-in's four (the Maintenance Operator's CSV and its config, the
-    # NicDevices, the NodeMaintenances).
-    limit = 34 if plan["nic_configuration"]["enabled"] else 30
+    # the NIC firmware opt-in's four (the Maintenance Operator's CSV and its config, the
+    # NicDevices, the NodeMaintenances), and the monitoring opt-in's five (its PrometheusRules,
+    # ServiceMonitors, Services and ConfigMaps, and OpenShift monitoring's settings).
+    limit = 30
+    limit += 4 if plan["nic_configuration"]["enabled"] else 0
+    limit += 5 if plan["monitoring"]["enabled"] else 0
     assert len(requests) <= limit, "\n".join(str(r) for r in requests)
     assert [r for r in requests if not r.resource] == [], "a discovery request"
     # ... and took the converged check's word for it: no step ran

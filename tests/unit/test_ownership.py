@@ -43,9 +43,11 @@ def test_uninstall_goes_in_the_reverse_order_of_the_steps():
     # builds on, the NIC configuration templates while the NIC Configuration Operator still
     # runs, the MachineConfigs only when asked, the NicNodePolicies before the NicClusterPolicy
     # (the Network Operator's order), the Maintenance Operator's config once its users are gone,
-    # then the operators and their Namespaces.
+    # then the operators and their Namespaces. The monitoring step's alerts and dashboard go
+    # first, with the test pods' results they were labelled from.
     assert STAGES == (
         "test-pods",
+        "monitoring",
         "sriov-legacy",
         "host-device",
         "shared-device",
@@ -62,6 +64,7 @@ def test_uninstall_goes_in_the_reverse_order_of_the_steps():
     )
     assert OPERAND_STAGES == (
         "test-pods",
+        "monitoring",
         "sriov-legacy",
         "host-device",
         "shared-device",

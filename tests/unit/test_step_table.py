@@ -59,6 +59,7 @@ def test_the_steps_in_order_and_the_roles_that_run_them():
         ("shared-device", "shared_device"),
         ("host-device", "host_device"),
         ("sriov-legacy", "sriov_legacy"),
+        ("monitoring", "monitoring"),
     ]
     # The GPU driver comes after the network driver it builds on, and after the MachineConfigs
     # that reboot the pool; the RDMA methods last.

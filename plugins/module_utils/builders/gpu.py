@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import monitoring
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     alm_example,
     new_object,
@@ -59,6 +60,10 @@ def gpudirect_settings(plan: dict) -> dict:
         )
     else:
         settings["driver.rdma"] = {"enabled": True, "useHostMofed": False}
+    if monitoring.enabled(plan):
+        # The DCGM exporter's ServiceMonitor, which the GPU Operator makes in its namespace (one
+        # the platform Prometheus reads), with the node's name as instance for the alerts.
+        settings["dcgmExporter.serviceMonitor"] = monitoring.DCGM_SERVICE_MONITOR
     return settings
 
 

@@ -17,9 +17,10 @@ The series and their labels, each from the exporter's own code:
   --metric-labels-allowlist has nodes=[*]); the name is the label's with each character outside
   [a-zA-Z0-9_] made an underscore, then snake case (internal/store/utils.go).
 - DCGM_FI_DEV_XID_ERRORS (the last XID, in dcgm-exporter's default counters) and the NVLink error
-  counters (DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL, in its counter list but commented out: the
-  GPU step's metrics ConfigMap turns them on), labels gpu, UUID and Hostname (hostname from
-  dcgm-exporter 4.6), err_code and err_msg on the XID series.
+  counters (DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL, in its counter list but commented out: a
+  counters ConfigMap named in the ClusterPolicy's dcgmExporter.config turns them on, which the
+  collection does not write; docs/monitoring.md says so), labels gpu, UUID and Hostname
+  (hostname from dcgm-exporter 4.6), err_code and err_msg on the XID series.
 
 The rail map: a node group's nodes come from kube_node_labels by the group's node selector; a
 rail's RDMA device and GPU from the pairing verify found (verify_baseline record keeps it).
@@ -34,21 +35,37 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import new_object
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    group_name,
+    image,
+    new_object,
+)
 
 RULE_API = ("monitoring.coreos.com/v1", "PrometheusRule")
+SERVICE_MONITOR_API = ("monitoring.coreos.com/v1", "ServiceMonitor")
+# The Namespace of the PrometheusRule, labelled so that the platform Prometheus evaluates its
+# rules (they read node-exporter's, kube-state-metrics' and the DCGM exporter's series, which only
+# the platform Prometheus has: rules in a user-workload namespace get a namespace matcher added).
+NAMESPACE = "gpudirect-rdma-monitoring"
+CLUSTER_MONITORING_LABEL = "openshift.io/cluster-monitoring"
+# The DOCA Telemetry Service: the Network Operator's DaemonSet (manifests/state-doca-telemetry-
+# service) labels its pods app.kubernetes.io/name=doca-telemetry, runs them with host networking
+# and serves Prometheus on port 9189 (its default dts_config_map.ini), with no Service of its own.
+TELEMETRY = "gpudirect-rdma-doca-telemetry"
+TELEMETRY_POD_LABELS = {"app.kubernetes.io/name": "doca-telemetry"}
+TELEMETRY_PORT = 9189
+# The label the ServiceMonitor selects the collection's Service by (a Service somebody else makes
+# for the same pods is not scraped twice).
+SCRAPE_LABEL = "gpudirect.rdma/scrape"
+# instance is the node's name, as node-exporter's ServiceMonitor sets it on OpenShift.
+NODE_AS_INSTANCE = {
+    "action": "replace",
+    "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+    "targetLabel": "instance",
+}
 # The DCGM exporter's ServiceMonitor settings the ClusterPolicy takes (dcgmExporter.serviceMonitor,
 # applied to its endpoint by the GPU Operator): instance is the node's name, as for node-exporter.
-DCGM_SERVICE_MONITOR = {
-    "enabled": True,
-    "relabelings": [
-        {
-            "action": "replace",
-            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
-            "targetLabel": "instance",
-        }
-    ],
-}
+DCGM_SERVICE_MONITOR = {"enabled": True, "relabelings": [NODE_AS_INSTANCE]}
 RULE_NAME = "gpudirect-rdma-fabric"
 NODE_GROUP = "gpudirect_rdma:node_group:info"
 RAIL = "gpudirect_rdma:rail:info"
@@ -108,10 +125,19 @@ def node_group_rules(plan: dict) -> list[dict]:
                 "record": NODE_GROUP,
                 "expr": "label_replace(max by (node) "
                 f'(kube_node_labels{{{matchers}}}), "instance", "$1", "node", "(.+)")',
-                "labels": {"group": group["name"]},
+                "labels": {"group": group_name(group)},
             }
         )
     return rules
+
+
+def _paired(plan: dict, pairing: dict, group: dict, rail: dict) -> dict:
+    """What verify found of a group's rail; a plan of one group finds it also where verify named
+    no group (it names one only when there are several)."""
+    found = pairing.get((group["name"], rail["index"]))
+    if found is None and len(plan["groups"]) == 1:
+        found = pairing.get((None, rail["index"]))
+    return found or {}
 
 
 def rail_rules(plan: dict, pairing: dict) -> list[dict]:
@@ -120,8 +146,8 @@ def rail_rules(plan: dict, pairing: dict) -> list[dict]:
     rules = []
     for group in plan["groups"]:
         for rail in group["rails"]:
-            found = pairing.get((group["name"], rail["index"]))
-            if not found or not found.get("device"):
+            found = _paired(plan, pairing, group, rail)
+            if not found.get("device"):
                 continue
             labels = {
                 "rail": str(rail["index"]),
@@ -133,7 +159,7 @@ def rail_rules(plan: dict, pairing: dict) -> list[dict]:
             rules.append(
                 {
                     "record": RAIL,
-                    "expr": f"{NODE_GROUP}{{group={_quoted(group['name'])}}}",
+                    "expr": f"{NODE_GROUP}{{group={_quoted(group_name(group))}}}",
                     "labels": labels,
                 }
             )
@@ -147,13 +173,13 @@ def baseline_rules(plan: dict, pairing: dict) -> list[dict]:
     rules = []
     for group in plan["groups"]:
         for rail in group["rails"]:
-            found = pairing.get((group["name"], rail["index"])) or {}
+            found = _paired(plan, pairing, group, rail)
             if not found.get("device") or found.get("gbps") is None:
                 continue
             rules.append(
                 {
                     "record": RAIL_BASELINE,
-                    "expr": f"{RAIL}{{group={_quoted(group['name'])},"
+                    "expr": f"{RAIL}{{group={_quoted(group_name(group))},"
                     f"rail={_quoted(str(rail['index']))}}} * 0 + {float(found['gbps'])}",
                 }
             )
@@ -357,3 +383,65 @@ def prometheus_rule(plan: dict, namespace: str, pairing: dict, thresholds: dict)
         {"name": "gpudirect-rdma.gpu", "rules": gpu_alerts(thresholds)},
     ]
     return new_object(*RULE_API, RULE_NAME, namespace=namespace, spec={"groups": groups})
+
+
+def enabled(plan: dict) -> bool:
+    return plan["monitoring"]["enabled"]
+
+
+def telemetry_service(plan: dict) -> dict:
+    """plan["images"]'s DOCA Telemetry Service section of the NicClusterPolicy."""
+    return image(plan, "docaTelemetryService")
+
+
+def telemetry_objects(plan: dict) -> list[dict]:
+    """The Service in front of the DOCA Telemetry Service's pods and the ServiceMonitor that
+    user-workload monitoring scrapes it by, in the Network Operator's namespace (a user namespace:
+    the platform Prometheus does not read it)."""
+    namespace = plan["operators"]["network_operator"]["namespace"]
+    labels = {**TELEMETRY_POD_LABELS, SCRAPE_LABEL: "doca-telemetry"}
+    service = new_object("v1", "Service", TELEMETRY, namespace=namespace, labels=labels)
+    service["spec"] = {
+        "clusterIP": "None",
+        "selector": dict(TELEMETRY_POD_LABELS),
+        "ports": [
+            {
+                "name": "metrics",
+                "port": TELEMETRY_PORT,
+                "targetPort": TELEMETRY_PORT,
+                "protocol": "TCP",
+            }
+        ],
+    }
+    monitor = new_object(
+        *SERVICE_MONITOR_API,
+        TELEMETRY,
+        namespace=namespace,
+        spec={
+            "selector": {"matchLabels": {SCRAPE_LABEL: "doca-telemetry"}},
+            "endpoints": [
+                {
+                    "port": "metrics",
+                    "interval": "30s",
+                    "relabelings": [dict(NODE_AS_INSTANCE)],
+                }
+            ],
+        },
+    )
+    return [service, monitor]
+
+
+def namespace(plan: dict) -> dict:
+    return new_object("v1", "Namespace", NAMESPACE, labels={CLUSTER_MONITORING_LABEL: "true"})
+
+
+def objects(plan: dict) -> list[dict]:
+    """What the monitoring step applies, in order: its Namespace, the PrometheusRule (the rail
+    map from the verify baseline the plan carries, plan["monitoring"]["baseline"], when there is
+    one), the DOCA Telemetry Service's Service and ServiceMonitor. The console's dashboard
+    (builders/dashboard.py) follows them in the step."""
+    settings = plan["monitoring"]
+    rule = prometheus_rule(
+        plan, NAMESPACE, pairing_of(settings.get("baseline")), settings["thresholds"]
+    )
+    return [namespace(plan), rule, *telemetry_objects(plan)]

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import nfd, nic_configuration
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders import (
+    monitoring,
+    nfd,
+    nic_configuration,
+)
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
     NVIDIA_VENDOR,
     group_name,
@@ -143,7 +147,8 @@ def affinity_matches(affinity: dict | None, labels: dict) -> bool:
 
 def nic_cluster_policies(plan: dict) -> list[dict]:
     """The NicClusterPolicy: with the cluster model the DOCA driver and the device plugin, and
-    with either model the cluster-wide parts (IPoIB, nv-ipam, the NIC Configuration Operator).
+    with either model the cluster-wide parts (IPoIB, nv-ipam, the NIC Configuration Operator,
+    the DOCA Telemetry Service).
     The node model with nothing
     cluster-wide plans none: the Network Operator needs no NicClusterPolicy for NicNodePolicies,
     and an emptied one cannot be kept (server-side apply drops a spec it empties, and the CRD
@@ -159,6 +164,8 @@ def nic_cluster_policies(plan: dict) -> list[dict]:
         spec["nvIpam"] = {**image(plan, "nvIpam"), "enableWebhook": False}
     if nic_configuration.enabled(plan):
         spec["nicConfigurationOperator"] = nic_configuration.nic_configuration_operator(plan)
+    if monitoring.enabled(plan):
+        spec["docaTelemetryService"] = monitoring.telemetry_service(plan)
     if not spec:
         return []
     return [new_object(API_VERSION, "NicClusterPolicy", NAME, spec=spec)]

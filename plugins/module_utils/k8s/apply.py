@@ -42,6 +42,12 @@ def deleting(live: dict | None) -> bool:
     return bool(live) and bool((live.get("metadata") or {}).get("deletionTimestamp"))
 
 
+def was_adopted(live: dict) -> bool:
+    """An object that existed before the collection adopted it (ADOPTED_KINDS): never deleted."""
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(ADOPTED_ANNOTATION) == "true"
+
+
 def adopted(obj: dict, live: dict) -> dict:
     """obj marked as adopted when live existed before the collection labelled it (or was
     marked already); obj itself otherwise."""
@@ -382,7 +388,7 @@ class Applier:
         doomed = [
             item
             for item in owned_objects(self.cluster, kinds, label_selector)
-            if key_of(item) not in wanted
+            if key_of(item) not in wanted and not was_adopted(item)
         ]
         self.results.extend(
             delete_and_wait(

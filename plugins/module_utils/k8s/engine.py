@@ -215,7 +215,7 @@ class Engine:
         if not step.enabled(self.plan):
             # Off: what the collection made of its kinds goes (the opt-in was turned off).
             scope = table.prune_scope(step)
-            if scope:
+            if scope and self._left_a_trace(step):
                 self.applier.prune(
                     [],
                     scope["kinds"],
@@ -258,6 +258,13 @@ class Engine:
         record["results"] = self.applier.results[first:]
         record["gates"] = self._gates(step, settings, record["results"], plan)
         self.steps.append(record)
+
+    def _left_a_trace(self, step: table.Step) -> bool:
+        """Whether an opt-in step that is off may have objects to remove (Step.trace)."""
+        if not step.trace:
+            return True
+        api_version, kind, name = step.trace
+        return any(o["metadata"]["name"] == name for o in self.reads.owned(api_version, kind))
 
     def _discovered(self, step: table.Step, settings: dict) -> dict:
         """The plan with what the step takes from the cluster (step.discover); a real run waits

@@ -42,6 +42,8 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("mellanox.com/v1alpha1", "MacvlanNetwork"): ("macvlannetworks", False),
     ("mellanox.com/v1alpha1", "NicClusterPolicy"): ("nicclusterpolicies", False),
     ("mellanox.com/v1alpha1", "NicNodePolicy"): ("nicnodepolicies", False),
+    ("monitoring.coreos.com/v1", "PrometheusRule"): ("prometheusrules", True),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitors", True),
     ("nfd.k8s-sigs.io/v1alpha1", "NodeFeature"): ("nodefeatures", True),
     ("nfd.openshift.io/v1", "NodeFeatureDiscovery"): ("nodefeaturediscoveries", True),
     ("nv-ipam.nvidia.com/v1alpha1", "IPPool"): ("ippools", True),

@@ -31,17 +31,18 @@ import time
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils import steps as table
 from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common import (
+    COMPONENT_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.apply import (
-    ADOPTED_ANNOTATION,
     delete_and_wait,
     deletion_diff,
     identity,
     outcome,
     owned_by_collection,
     owned_objects,
+    was_adopted,
 )
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.client import (
     get_if_served,
@@ -153,6 +154,16 @@ class Remover:
         step = table.step(stage)
         items = owned_objects(self.cluster, table.kind_dicts(step.kinds), label_selector)
         items += self._named_objects(step, label_selector)
+        # A step's own Namespace (the monitoring step's), not the operators', goes as theirs do.
+        namespaces = [
+            i
+            for i in items
+            if i["kind"] == "Namespace"
+            and (i["metadata"].get("labels") or {}).get(COMPONENT_LABEL) == step.component
+        ]
+        items = [i for i in items if i["kind"] != "Namespace"]
+        if namespaces:
+            items += self._namespaces_to_delete(namespaces)
         if stage in reset and step.reset and items:
             self._reset(step, items, timeout)
         deleted = self._delete(items, timeout, reason)
@@ -234,8 +245,7 @@ class Remover:
         doomed = []
         for namespace in namespaces:
             name = namespace["metadata"]["name"]
-            annotations = namespace["metadata"].get("annotations") or {}
-            if annotations.get(ADOPTED_ANNOTATION) == "true":
+            if was_adopted(namespace):
                 why = "it existed before gpudirect.rdma adopted it"
             elif name in foreign:
                 why = "it holds objects gpudirect.rdma did not create: " + ", ".join(

@@ -22,6 +22,7 @@ from . import (
     host_device,
     machine_config,
     maintenance_operator,
+    monitoring,
     network_operator,
     nfd,
     nic_configuration,
@@ -45,6 +46,7 @@ STEPS: tuple[Step, ...] = (
     shared_device.STEP,
     host_device.STEP,
     sriov_legacy.STEP,
+    monitoring.STEP,
 )
 
 OLM_KINDS = (
@@ -177,7 +179,8 @@ def managed_kinds() -> tuple[tuple[str, str], ...]:
     read by name only), operands first in uninstall order, then the operators' kinds."""
     found = [*VERIFY_KINDS]
     for s in reversed(STEPS):
-        found.extend(s.kinds)
+        # A step's own Namespace goes with the operators' (remove.py's last stage).
+        found.extend(kind for kind in s.kinds if kind not in OLM_KINDS)
     found.extend(reversed(OLM_KINDS))
     return tuple(dict.fromkeys(found))
 
@@ -190,7 +193,8 @@ def diagnostics_kinds() -> tuple[tuple[str, str, str], ...]:
     for s in STEPS:
         wider = {(api_version, kind): scope for api_version, kind, scope in s.diagnostics}
         for kind in s.kinds:
-            found.setdefault(kind, wider.pop(kind, LABELLED))
+            if kind not in OLM_KINDS:  # read with the operators' (a step's own Namespace)
+                found.setdefault(kind, wider.pop(kind, LABELLED))
         for kind, scope in wider.items():
             found.setdefault(kind, scope)
     return tuple((api_version, kind, scope) for (api_version, kind), scope in found.items())

@@ -141,6 +141,10 @@ class Step:
     enabled: Callable[[dict], bool] = lambda plan: True
     # The plan input that turns an opt-in step on (what the documentation names).
     opt_in: str | None = None
+    # An opt-in step that is off looks for its objects to remove only while the collection's
+    # object (apiVersion, kind, name) is there, of a kind every run lists anyway (a Namespace):
+    # a step that was never on costs a run no request. None: it always looks.
+    trace: tuple[str, str, str] | None = None
     # An operator somebody else installed (a Subscription to its package in any namespace that
     # is not the collection's) is used, not replaced: the step writes nothing then.
     uses_installed: bool = False

@@ -131,11 +131,21 @@ def doca_streams(telemetry_version: str, driver_version: str) -> tuple[str, str]
 
 
 def check_telemetry_stream(plan: dict, objects: list[dict], facts: Facts, take_over: bool):
-    """A DOCA Telemetry Service in the NicClusterPolicy (somebody's, or the release's) built for
-    another DOCA release than the driver the plan installs: upstream's reviews flag the pair as
-    a risk (network-operator #2838), the operator does not refuse it."""
+    """A DOCA Telemetry Service in the NicClusterPolicy (the plan's, with monitoring; else
+    somebody's, or the release's) built for another DOCA release than the driver the plan
+    installs: upstream's reviews flag the pair as a risk (network-operator #2838), the operator
+    does not refuse it."""
+    planned = [o for o in objects if o["kind"] == "NicClusterPolicy"]
     live = facts.one(network_operator.API_VERSION, "NicClusterPolicy", network_operator.NAME)
-    telemetry = ((live or {}).get("spec") or {}).get("docaTelemetryService") or {}
+    # The one the run applies (with gpudirect_rdma_monitoring), else the cluster's.
+    telemetry = next(
+        (
+            policy["spec"]["docaTelemetryService"]
+            for policy in [*planned, live or {}]
+            if (policy.get("spec") or {}).get("docaTelemetryService")
+        ),
+        {},
+    )
     found = []
     for group in plan["groups"]:
         streams = doca_streams(telemetry.get("version"), group["doca_driver_version"])

@@ -6,7 +6,7 @@ that every builder reads; `check_inventory(variables)`, what a playbook runs fir
 names, the plan and the settings. Every bad value raises `PlanError` naming the variable, the value
 and what is allowed, before anything is written anywhere. The rules are split by subject:
 inputs.py (the declaration, one input alone), rails.py, groups.py, operators.py, settings.py,
-nic_configuration.py, unused.py (a setting nothing in the plan would use), checks.py.
+nic_configuration.py, monitoring.py, unused.py (a setting nothing in the plan would use), checks.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ansible_collections.gpudirect.rdma.plugins.plugin_utils.releases import GPU_OPERATOR_RELEASES
 
-from . import checks, groups, nic_configuration, operators, settings
+from . import checks, groups, monitoring, nic_configuration, operators, settings
 from .checks import PlanError, check_integer, check_number
 from .inputs import DEFAULTS, OPTIONS, PREFIX, Inputs, check_known, machine_configs
 from .operators import OPERATORS
@@ -111,6 +111,7 @@ def build_plan(given: Mapping) -> dict:
         "machine_configs": machine_configs(inputs),
         "driver_upgrades": driver_upgrades(inputs),
         "nic_configuration": nic_configuration.settings(inputs, node_groups, network_release),
+        "monitoring": monitoring.settings(inputs, warnings),
         # The disruptions of nodes in service the inventory agrees to (k8s/disruption.py).
         "allow_disruption": inputs.checked("allow_disruption"),
         # What the plan ignores and says so (gpudirect.rdma.plan shows them as warnings).

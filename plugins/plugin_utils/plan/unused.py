@@ -40,6 +40,10 @@ def _roce_qos(group: dict, _inputs: Inputs, nic: bool) -> bool:
     return nic and group["fabric"] == "roce"
 
 
+def _pfc_priority(group: dict, inputs: Inputs, nic: bool) -> bool:
+    return group["fabric"] == "roce" and (nic or inputs.checked("monitoring"))
+
+
 def _nv_ipam(group: dict, _inputs: Inputs, _nic: bool) -> bool:
     return group["ipam"]["type"] == "nv-ipam"
 
@@ -51,9 +55,8 @@ USES: dict[str, Use] = {
     "nic_type": Use(_nic_configuration, _NIC),
     "nic_firmware_reset": Use(_nic_configuration, _NIC),
     "roce_pfc_priority": Use(
-        _roce_qos,
-        f"{_NIC} on a RoCE node group: roceOptimized, the RoCE QoS, is for RoCE only, and the "
-        "NIC Configuration Operator refuses it with linkType Infiniband (IncorrectSpec)",
+        _pfc_priority,
+        f"{_NIC} on a RoCE node group, or {PREFIX}monitoring: true on one (its PFC pause alert)",
     ),
     "maintenance_max_parallel": Use(_nic_configuration, _MAINTENANCE),
     "maintenance_max_unavailable": Use(_nic_configuration, _MAINTENANCE),
@@ -83,7 +86,11 @@ USES: dict[str, Use] = {
     ),
 }
 for _key in ("roce_qos_trust", "roce_ecn", "roce_pause_frames", "roce_cable_length"):
-    USES[_key] = USES["roce_pfc_priority"]
+    USES[_key] = Use(
+        _roce_qos,
+        f"{_NIC} on a RoCE node group: roceOptimized, the RoCE QoS, is for RoCE only, and the "
+        "NIC Configuration Operator refuses it with linkType Infiniband (IncorrectSpec)",
+    )
 
 
 def _value(inputs: Inputs, key: str) -> Any:

@@ -18,7 +18,7 @@ import yaml
 
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s import api
 from ansible_collections.gpudirect.rdma.plugins.module_utils.k8s.kinds import RESOURCES
-from tests.harness.controlplane import crd_files, harness_crd_files
+from tests.harness.controlplane import crd_files, harness_crd_files, monitoring_crd_files
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
@@ -119,9 +119,10 @@ def test_a_kubeconfig_that_cannot_be_used_names_what_is_wrong(tmp_path):
 
 def test_every_custom_kind_of_the_table_is_as_its_crd_says():
     """The plural and scope of each kind the collection requests without discovery, from the
-    real CRDs (../shared/crds, and the harness's for OpenShift's config kinds)."""
+    real CRDs (../shared/crds, the harness's for OpenShift's config kinds, and
+    prometheus-operator's)."""
     crds = {}
-    for path in [*crd_files(), *harness_crd_files()]:
+    for path in [*crd_files(), *harness_crd_files(), *monitoring_crd_files()]:
         for doc in yaml.safe_load_all(path.read_text()):
             if not doc or doc.get("kind") != "CustomResourceDefinition":
                 continue

@@ -6,6 +6,7 @@ preflight would have read (Facts)."""
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 
 import pytest
@@ -203,7 +204,20 @@ def healthy(plan: dict, nodes: int = 2) -> World:
             "metadata": {"name": "worker"},
             "status": {"machineCount": len(of_group)},
         },
+        others=[cluster_monitoring_config(user_workload=True, ethtool=True)],
     )
+
+
+def cluster_monitoring_config(user_workload: bool, ethtool: bool, text: str | None = None) -> dict:
+    """openshift-monitoring/cluster-monitoring-config with user-workload monitoring and
+    node-exporter's ethtool collector on or off (text: its config.yaml as given)."""
+    config = {
+        "enableUserWorkload": user_workload,
+        "nodeExporter": {"collectors": {"ethtool": {"enabled": ethtool}}},
+    }
+    data = {"config.yaml": text if text is not None else json.dumps(config)}
+    found = obj("v1", "ConfigMap", "cluster-monitoring-config", "openshift-monitoring")
+    return {**found, "data": data}
 
 
 def run(plan, world, take_over=False):
@@ -1167,3 +1181,52 @@ def test_a_stale_nfd_label_is_a_warning_naming_the_node():
         f"says RHCOS {RHCOS}, its osImage says 'Red Hat Enterprise Linux CoreOS 9.6.20251120-0 "
         "(Plow)': the label is stale"
     )
+
+
+# -- monitoring (steps/monitoring.py) -----------------------------------------------------------
+def monitoring_findings(plan: dict, config: dict | None) -> list[tuple[str, str]]:
+    world = healthy(plan)
+    world.others = [config] if config else []
+    findings, _checks = run(plan, world)
+    return [(f["severity"], f["message"]) for f in findings if f["check"] == "cluster-monitoring"]
+
+
+def test_monitoring_warns_while_user_workload_monitoring_and_ethtool_are_off():
+    plan = plan_of("multi-rail-hgx")
+    found = monitoring_findings(plan, None)
+    assert [severity for severity, _message in found] == ["warning", "warning"]
+    assert "user-workload monitoring is off" in found[0][1]
+    assert "openshift-monitoring/cluster-monitoring-config" in found[0][1]
+    assert "ethtool collector is off" in found[1][1]
+    assert "GPUDirectRDMAPFCPauseStorm" in found[1][1]
+    on = monitoring_findings(plan, cluster_monitoring_config(True, True))
+    assert [severity for severity, _message in on] == ["ok", "ok"]
+    ethtool_off = monitoring_findings(plan, cluster_monitoring_config(True, False))
+    assert [severity for severity, _message in ethtool_off] == ["ok", "warning"]
+
+
+def test_monitoring_on_infiniband_needs_no_ethtool_collector():
+    plan = plan_of("shared-device-infiniband", monitoring=True)
+    found = monitoring_findings(plan, cluster_monitoring_config(True, False))
+    assert found == [("ok", "user-workload monitoring is on")]
+
+
+def test_monitoring_config_that_is_not_yaml_is_a_warning_naming_it():
+    plan = plan_of("multi-rail-hgx")
+    found = monitoring_findings(plan, cluster_monitoring_config(True, True, text="a: [b"))
+    assert len(found) == 1 and found[0][0] == "warning"
+    assert found[0][1].startswith("openshift-monitoring/cluster-monitoring-config: its config.yaml")
+
+
+def test_monitoring_off_reads_and_judges_nothing_of_openshift_monitoring():
+    plan = plan_of("shared-device-roce")
+    assert monitoring_findings(plan, None) == []
+
+
+def test_the_planned_telemetry_service_is_judged_against_the_driver_before_it_is_applied():
+    """With monitoring the run applies the release's DOCA Telemetry Service itself: 26.4.1's is
+    of DOCA 3.4.0 beside the 3.4.1 driver, which is said before the first write."""
+    plan = plan_of("multi-rail-hgx", network_operator_release="26.4.1")
+    findings, _checks = run(plan, healthy(plan))
+    (warning,) = [m for m in messages(findings, "warning") if m.startswith("telemetry-stream")]
+    assert "DOCA Telemetry Service 1.25.5-doca3.4.0-host is built for DOCA 3.4.0" in warning

@@ -84,6 +84,7 @@ def test_only_the_machine_configs_the_nic_cluster_policy_the_templates_and_the_m
         "shared-device",
         "host-device",
         "sriov-legacy",
+        "monitoring",
     }
     # Each removes its own objects only (two methods make IPPools).
     assert {name: scope["label_selector"] for name, scope in pruning.items()} == {

@@ -493,10 +493,10 @@ def test_misspelt_variables_are_found():
         ["gpudirect_rdma_ipam_rnage", "gpudirect_rdma_method", "gpudirect_rdma_render_dir", "x"]
     ) == [("gpudirect_rdma_ipam_rnage", "gpudirect_rdma_ipam_range")]
     # Any other name with the collection's prefix is refused too, with no suggestion.
-    assert unknown_variables(["gpudirect_rdma_monitoring", "verify_result"]) == [
-        ("gpudirect_rdma_monitoring", None)
+    assert unknown_variables(["gpudirect_rdma_telemetry", "verify_result"]) == [
+        ("gpudirect_rdma_telemetry", None)
     ]
-    assert unknown_variables(["gpudirect_rdma_monitoring"], scope="settings") == []
+    assert unknown_variables(["gpudirect_rdma_telemetry"], scope="settings") == []
 
 
 def test_old_and_misspelt_names_of_settings_name_the_setting():
@@ -712,7 +712,7 @@ def test_a_global_setting_one_group_uses_is_taken_and_the_other_group_ignores_it
                 "roce_pfc_priority": 4,
             },
             "gpudirect_rdma_roce_pfc_priority",
-            "on a RoCE node group: roceOptimized, the RoCE QoS, is for RoCE only",
+            "on a RoCE node group, or gpudirect_rdma_monitoring: true on one (its PFC pause alert)",
         ),
     ],
 )
