@@ -800,7 +800,7 @@ BROKEN_SURVEYS = [
      _question("gpudirect_rdma_ipam_exclude", _set("default", "$encrypted$")),
      "(gpudirect_rdma_ipam_exclude): default '$encrypted$': $encrypted$ is reserved"),
     ("duplicate variable", SITE, lambda s: s["spec"].append(copy.deepcopy(s["spec"][0])),
-     "question 11: variable 'gpudirect_rdma_method' is asked twice"),
+     "question 12: variable 'gpudirect_rdma_method' is asked twice"),
     ("no questions", SITE, lambda s: s["spec"].clear(), "spec has no questions"),
     ("no name", SITE, lambda s: s.pop("name"), "survey_spec: name is missing"),
     ("description not text", SITE_AND_VERIFY, _set("description", ["a", "b"]),
