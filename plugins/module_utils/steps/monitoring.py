@@ -22,6 +22,7 @@ from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.common imp
 from .base import Setting, Step
 from .checks import Check, Facts, Read, finding
 
+CHECK = "cluster-monitoring"
 CONFIG_MAP = ("v1", "ConfigMap")
 # The Cluster Monitoring Operator's settings (config.yaml): user-workload monitoring and the
 # node-exporter collectors (its api.md: enableUserWorkload, nodeExporter.collectors.ethtool).
@@ -63,6 +64,10 @@ def _cluster_monitoring(facts: Facts) -> tuple[dict, str | None]:
     return (config, None) if isinstance(config, dict) else ({}, "its config.yaml is not a mapping")
 
 
+def _said(on: bool, ok: str, off: str) -> dict:
+    return finding(CHECK, "ok", ok) if on else finding(CHECK, "warning", off)
+
+
 def check_cluster_monitoring(plan: dict, objects: list, facts: Facts, take_over: bool) -> list:
     """What the step needs of OpenShift monitoring and the user turns on: user-workload
     monitoring (it scrapes the DOCA Telemetry Service), and node-exporter's ethtool collector on
@@ -70,36 +75,29 @@ def check_cluster_monitoring(plan: dict, objects: list, facts: Facts, take_over:
     config, unreadable = _cluster_monitoring(facts)
     where = "openshift-monitoring/cluster-monitoring-config"
     if unreadable:
-        return [finding("cluster-monitoring", "warning", f"{where}: {unreadable}")]
-    found = []
-    if config.get("enableUserWorkload") is True:
-        found.append(finding("cluster-monitoring", "ok", "user-workload monitoring is on"))
-    else:
-        found.append(
-            finding(
-                "cluster-monitoring",
-                "warning",
-                f"user-workload monitoring is off ({where} has no enableUserWorkload: true): the "
-                "DOCA Telemetry Service's ServiceMonitor is not scraped until it is on; the alerts "
-                "and the dashboard read the platform Prometheus and work without it "
-                "(docs/monitoring.md says how to turn it on)",
-            )
+        return [finding(CHECK, "warning", f"{where}: {unreadable}")]
+    found = [
+        _said(
+            config.get("enableUserWorkload") is True,
+            "user-workload monitoring is on",
+            f"user-workload monitoring is off ({where} has no enableUserWorkload: true): the "
+            "DOCA Telemetry Service's ServiceMonitor is not scraped until it is on; the alerts "
+            "and the dashboard read the platform Prometheus and work without it "
+            "(docs/monitoring.md says how to turn it on)",
         )
+    ]
     if any(group["fabric"] == "roce" for group in plan["groups"]):
         collectors = ((config.get("nodeExporter") or {}).get("collectors")) or {}
-        if (collectors.get("ethtool") or {}).get("enabled") is True:
-            found.append(finding("cluster-monitoring", "ok", "node-exporter's ethtool is on"))
-        else:
-            found.append(
-                finding(
-                    "cluster-monitoring",
-                    "warning",
-                    f"node-exporter's ethtool collector is off ({where} has no "
-                    "nodeExporter.collectors.ethtool.enabled: true): the PFC pause alert "
-                    "(GPUDirectRDMAPFCPauseStorm) and the dashboard's PFC panel have no data "
-                    "until it is on (docs/monitoring.md)",
-                )
+        found.append(
+            _said(
+                (collectors.get("ethtool") or {}).get("enabled") is True,
+                "node-exporter's ethtool is on",
+                f"node-exporter's ethtool collector is off ({where} has no "
+                "nodeExporter.collectors.ethtool.enabled: true): the PFC pause alert "
+                "(GPUDirectRDMAPFCPauseStorm) and the dashboard's PFC panel have no data "
+                "until it is on (docs/monitoring.md)",
             )
+        )
     return found
 
 
@@ -135,7 +133,7 @@ STEP = Step(
     namespaces=lambda plan: [monitoring.NAMESPACE],
     preflight=(
         Check(
-            "cluster-monitoring",
+            CHECK,
             check_cluster_monitoring,
             lambda plan, objects: (Read(*CONFIG_MAP, *CLUSTER_MONITORING_CONFIG),),
         ),

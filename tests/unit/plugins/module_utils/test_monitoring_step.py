@@ -33,6 +33,12 @@ def plan_with(**given) -> dict:
     return build_plan({**engine_inputs("shared-device-roce"), **given})
 
 
+def pfc_alert(plan: dict) -> dict:
+    rule = table.component_objects(plan, "monitoring")[1]
+    rules = [a for g in rule["spec"]["groups"] for a in g["rules"]]
+    return next(a for a in rules if a.get("alert") == "GPUDirectRDMAPFCPauseStorm")
+
+
 def kinds_of(objects: list[dict]) -> list[tuple[str, str | None, str]]:
     return [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects]
 
@@ -197,13 +203,7 @@ def test_the_thresholds_are_inputs_with_the_rules_defaults():
     )
     plan = plan_with(monitoring=True, monitoring_pfc_pause_per_second="250")
     assert plan["monitoring"]["thresholds"]["pfc_pause_per_second"] == 250
-    rule = table.component_objects(plan, "monitoring")[1]
-    storm = next(
-        a
-        for g in rule["spec"]["groups"]
-        for a in g["rules"]
-        if a.get("alert") == "GPUDirectRDMAPFCPauseStorm"
-    )
+    storm = pfc_alert(plan)
     assert ">= 250)" in storm["expr"]
 
 
@@ -243,13 +243,7 @@ def test_a_bad_threshold_is_named(given, expected):
 
 def test_the_pfc_priority_is_used_by_the_pfc_alert_on_roce():
     plan = plan_with(monitoring=True, roce_pfc_priority=5)
-    rule = table.component_objects(plan, "monitoring")[1]
-    storm = next(
-        a
-        for g in rule["spec"]["groups"]
-        for a in g["rules"]
-        if a.get("alert") == "GPUDirectRDMAPFCPauseStorm"
-    )
+    storm = pfc_alert(plan)
     assert "node_ethtool_received_prio5_pause" in storm["expr"]
     assert plan["warnings"] == []
     # Neither the alert nor the NIC firmware opt-in: kept for when one is turned on, and said.
