@@ -73,6 +73,11 @@ OPERAND_STAGES = (
 )
 
 
+def _of(step: table.Step, label_selector: str) -> str:
+    """label_selector narrowed to the objects of the step's component."""
+    return ",".join(s for s in (f"{COMPONENT_LABEL}={step.component}", label_selector) if s)
+
+
 def installed_csvs(cluster, subscriptions: list[dict], operator_groups: list[dict]) -> list[dict]:
     """The ClusterServiceVersions the collection's operators run on."""
     wanted = set()
@@ -135,10 +140,7 @@ class Remover:
         if stage == OPERATORS:
             for step in reversed(table.STEPS):
                 if step.operator:
-                    selector = ",".join(
-                        s for s in (f"gpudirect.rdma/component={step.name}", label_selector) if s
-                    )
-                    self._remove_operators(selector, timeout, reason)
+                    self._remove_operators(_of(step, label_selector), timeout, reason)
             return
         if stage == TEST_PODS:
             kinds = table.kind_dicts(table.VERIFY_KINDS)
@@ -152,17 +154,14 @@ class Remover:
             self._delete(self._namespaces_to_delete(items), timeout, reason)
             return
         step = table.step(stage)
-        items = owned_objects(self.cluster, table.kind_dicts(step.kinds), label_selector)
+        # The step's own objects: kinds several steps make (IPPools, a Namespace) are told apart
+        # by the component label, as applying a step prunes them (steps.prune_scope).
+        items = owned_objects(self.cluster, table.kind_dicts(step.kinds), _of(step, label_selector))
         items += self._named_objects(step, label_selector)
-        # A step's own Namespace (the monitoring step's), not the operators', goes as theirs do.
-        namespaces = [
-            i
-            for i in items
-            if i["kind"] == "Namespace"
-            and (i["metadata"].get("labels") or {}).get(COMPONENT_LABEL) == step.component
-        ]
-        items = [i for i in items if i["kind"] != "Namespace"]
+        # A step's own Namespace (the monitoring step's) goes as the operators' do.
+        namespaces = [i for i in items if i["kind"] == "Namespace"]
         if namespaces:
+            items = [i for i in items if i["kind"] != "Namespace"]
             items += self._namespaces_to_delete(namespaces)
         if stage in reset and step.reset and items:
             self._reset(step, items, timeout)
