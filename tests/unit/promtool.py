@@ -54,6 +54,11 @@ def series(name: str, labels: dict, values: str) -> dict:
     return {"series": f"{name}{{{text}}}", "values": values}
 
 
+def sample(name: str, labels: dict, value: float) -> dict:
+    """An expected sample of a promql_expr_test."""
+    return {"labels": series(name, labels, "")["series"], "value": value}
+
+
 NODES = [
     series("kube_node_labels", {"node": A100, POOL: "a100", "instance": "10.0.0.9:8443"}, "1x90"),
     series("kube_node_labels", {"node": H100, POOL: "h100", "instance": "10.0.0.9:8443"}, "1x90"),

@@ -21,6 +21,7 @@ from tests.unit.promtool import (
     built_promtool,
     port,
     promtool_test,
+    sample,
     series,
     write_rules,
 )
@@ -164,17 +165,12 @@ def test_the_bandwidth_of_a_rail_is_drawn_in_gbps_beside_its_baseline(promtool, 
                 # 1.5e12 bytes a minute: 200 Gb/s.
                 "expr": sent["expr"].replace("$group", ".+"),
                 "eval_time": "15m",
-                "exp_samples": [{"labels": series("", labels, "")["series"], "value": 200}],
+                "exp_samples": [sample("", labels, 200)],
             },
             {
                 "expr": baseline["expr"].replace("$group", ".+"),
                 "eval_time": "15m",
-                "exp_samples": [
-                    {
-                        "labels": series(monitoring.RAIL_BASELINE, baseline_labels, "")["series"],
-                        "value": 184.5,
-                    }
-                ],
+                "exp_samples": [sample(monitoring.RAIL_BASELINE, baseline_labels, 184.5)],
             },
         ],
     }

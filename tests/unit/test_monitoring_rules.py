@@ -25,6 +25,7 @@ from tests.unit.promtool import (
     built_promtool,
     port,
     promtool_test,
+    sample,
     series,
     write_rules,
 )
@@ -410,12 +411,7 @@ def test_a_rail_of_the_baseline_has_its_bandwidth_beside_its_labels(promtool, ru
             {
                 "expr": monitoring.RAIL_BASELINE,
                 "eval_time": "2m",
-                "exp_samples": [
-                    {
-                        "labels": series(monitoring.RAIL_BASELINE, labels, "")["series"],
-                        "value": 184.5,
-                    }
-                ],
+                "exp_samples": [sample(monitoring.RAIL_BASELINE, labels, 184.5)],
             }
         ],
     }
