@@ -111,7 +111,7 @@ def build_plan(given: Mapping) -> dict:
         "machine_configs": machine_configs(inputs),
         "driver_upgrades": driver_upgrades(inputs),
         "nic_configuration": nic_configuration.settings(inputs, node_groups, network_release),
-        "monitoring": monitoring.settings(inputs, warnings),
+        "monitoring": monitoring.settings(inputs),
         # The disruptions of nodes in service the inventory agrees to (k8s/disruption.py).
         "allow_disruption": inputs.checked("allow_disruption"),
         # What the plan ignores and says so (gpudirect.rdma.plan shows them as warnings).

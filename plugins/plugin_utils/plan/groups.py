@@ -136,10 +136,9 @@ def groups(inputs: Inputs, default_driver: str, warnings: list[str]) -> list[dic
     version; one implicit group (name None) without gpudirect_rdma_node_groups. A setting
     unused while an opt-in is off adds a warning to warnings (unused.py)."""
     entries = _entries(inputs)
-    nic_configuration = inputs.checked("nic_configuration")
     if not entries:
         result = [_group(inputs, None, default_driver)]
-        warnings.extend(unused.refuse_unused(inputs, [inputs], result, nic_configuration))
+        warnings.extend(unused.refuse_unused(inputs, [inputs], result))
         return result
     if inputs["interfaces"] is not None and all("interfaces" in e for e in entries):
         # Never silently unused (an AAP survey's answer, say).
@@ -176,7 +175,7 @@ def groups(inputs: Inputs, default_driver: str, warnings: list[str]) -> list[dic
         for entry, group_inputs, part in zip(entries, each, shared, strict=True)
     ]
     _apart(inputs, result)
-    warnings.extend(unused.refuse_unused(inputs, each, result, nic_configuration))
+    warnings.extend(unused.refuse_unused(inputs, each, result))
     return result
 
 

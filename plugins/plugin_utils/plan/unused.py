@@ -1,8 +1,9 @@
 """One rule for settings that nothing in the plan would use: each input that only some plans use
 is listed once with what uses it, and a value the user set (anything but its default) that no node
-group would use is refused, naming what would use it; one that is unused only because the NIC
-firmware opt-in is off gets a warning instead (turning it off keeps its settings). An AAP survey
-sends every answer, its defaults included: a value equal to the default is never refused.
+group would use is refused, naming what would use it; one that is unused only because an opt-in
+(the NIC firmware settings, monitoring) is off gets a warning instead (turning it off keeps its
+settings). An AAP survey sends every answer, its defaults included: a value equal to the default is
+never refused.
 
 A value set in a node group must be used by that group; a global value must be used by at least
 one group that takes it (one without its own value of that key)."""
@@ -13,38 +14,47 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_collections.gpudirect.rdma.plugins.module_utils.builders.monitoring import THRESHOLDS
+
 from .checks import PlanError
 from .inputs import DEFAULTS, OPTIONS, PREFIX, Inputs
+
+# The opt-ins, by their input: with one off, what only it would use is kept with a warning.
+OPT_INS = ("nic_configuration", "monitoring")
 
 
 @dataclass(frozen=True)
 class Use:
     """What uses an input: a test of one built group (rails.network's result, with the inputs it
-    came from and whether the NIC firmware opt-in is on), and the words that name it."""
+    came from and the opt-ins that are on), and the words that name it."""
 
-    uses: Callable[[dict, Inputs, bool], bool]
+    uses: Callable[[dict, Inputs, frozenset], bool]
     by: str
 
 
-def _method(method: str, fabric: str | None = None) -> Callable[[dict, Inputs, bool], bool]:
-    return lambda group, _inputs, _nic: (
+def _method(method: str, fabric: str | None = None) -> Callable[[dict, Inputs, frozenset], bool]:
+    return lambda group, _inputs, _on: (
         group["method"] == method and (fabric is None or group["fabric"] == fabric)
     )
 
 
-def _nic_configuration(group: dict, _inputs: Inputs, nic: bool) -> bool:
-    return nic
+def _nic_configuration(group: dict, _inputs: Inputs, on: frozenset) -> bool:
+    return "nic_configuration" in on
 
 
-def _roce_qos(group: dict, _inputs: Inputs, nic: bool) -> bool:
-    return nic and group["fabric"] == "roce"
+def _monitoring(group: dict, _inputs: Inputs, on: frozenset) -> bool:
+    return "monitoring" in on
 
 
-def _pfc_priority(group: dict, inputs: Inputs, nic: bool) -> bool:
-    return group["fabric"] == "roce" and (nic or inputs.checked("monitoring"))
+def _roce_qos(group: dict, _inputs: Inputs, on: frozenset) -> bool:
+    return "nic_configuration" in on and group["fabric"] == "roce"
 
 
-def _nv_ipam(group: dict, _inputs: Inputs, _nic: bool) -> bool:
+def _pfc_priority(group: dict, _inputs: Inputs, on: frozenset) -> bool:
+    return group["fabric"] == "roce" and bool({"nic_configuration", "monitoring"} & on)
+
+
+def _nv_ipam(group: dict, _inputs: Inputs, _on: frozenset) -> bool:
     return group["ipam"]["type"] == "nv-ipam"
 
 
@@ -91,6 +101,8 @@ for _key in ("roce_qos_trust", "roce_ecn", "roce_pause_frames", "roce_cable_leng
         f"{_NIC} on a RoCE node group: roceOptimized, the RoCE QoS, is for RoCE only, and the "
         "NIC Configuration Operator refuses it with linkType Infiniband (IncorrectSpec)",
     )
+for _key in THRESHOLDS:
+    USES[f"monitoring_{_key}"] = Use(_monitoring, f"{PREFIX}monitoring: true (its alerts)")
 
 
 def _value(inputs: Inputs, key: str) -> Any:
@@ -113,30 +125,35 @@ def _unused(use: Use, default: Any, where: str) -> str:
     return f"{kept}: only {use.by} uses it, and {where}"
 
 
-def _kept_for_the_opt_in(use: Use, group: dict, inputs: Inputs, nic_configuration: bool) -> bool:
-    """Unused only because the NIC firmware opt-in is off: with it on, the group would use it.
-    Turning the opt-in off (docs/nic-configuration.md) keeps the settings for when it is on
+def _kept_for_the_opt_ins(use: Use, group: dict, inputs: Inputs, on: frozenset) -> list[str]:
+    """The opt-ins that are off and would make the group use it, each alone. Turning an opt-in
+    off (docs/nic-configuration.md, docs/monitoring.md) keeps its settings for when it is on
     again, so that is a warning, not a refusal."""
-    return not nic_configuration and use.uses(group, inputs, True)
+    return [o for o in OPT_INS if o not in on and use.uses(group, inputs, on | {o})]
 
 
-def refuse_unused(
-    inputs: Inputs, each: list[Inputs], built: list[dict], nic_configuration: bool
-) -> list[str]:
+def opt_ins_on(inputs: Inputs) -> frozenset:
+    """The opt-ins the inputs turn on."""
+    return frozenset(o for o in OPT_INS if inputs.checked(o))
+
+
+def refuse_unused(inputs: Inputs, each: list[Inputs], built: list[dict]) -> list[str]:
     """Raise PlanError for the first input set where no group would use it; return a warning
-    for each one unused only while the NIC firmware opt-in is off. inputs: the global ones;
-    each: every group's inputs (the global ones with the group's keys over them, naming those
-    keys as the group's), in order; built: the groups rails.network made of them."""
+    for each one unused only while an opt-in is off. inputs: the global ones; each: every
+    group's inputs (the global ones with the group's keys over them, naming those keys as the
+    group's), in order; built: the groups rails.network made of them."""
+    on = opt_ins_on(inputs)
     several = len(built) > 1
     warnings = []
     for key, use in USES.items():
         takers, kept = [], []
         for group_inputs, group in zip(each, built, strict=True):
-            used = use.uses(group, group_inputs, nic_configuration)
+            used = use.uses(group, group_inputs, on)
             own = group_inputs.name(key) != inputs.name(key)
             if own and not used and _value(group_inputs, key) is not None:
-                if _kept_for_the_opt_in(use, group, group_inputs, nic_configuration):
-                    warnings.append(_off(group_inputs.name(key), use))
+                off = _kept_for_the_opt_ins(use, group, group_inputs, on)
+                if off:
+                    warnings.append(_off(group_inputs.name(key), use, off))
                     continue
                 raise PlanError(
                     group_inputs.name(key),
@@ -145,10 +162,10 @@ def refuse_unused(
                 )
             if not own:
                 takers.append(used)
-                kept.append(_kept_for_the_opt_in(use, group, group_inputs, nic_configuration))
+                kept.extend(_kept_for_the_opt_ins(use, group, group_inputs, on))
         if _set(inputs, key) and not any(takers):
-            if any(kept):
-                warnings.append(_off(inputs.name(key), use))
+            if kept:
+                warnings.append(_off(inputs.name(key), use, [o for o in OPT_INS if o in kept]))
                 continue
             where = (
                 "no node group that takes this variable (sets no value of its own) is one"
@@ -159,8 +176,9 @@ def refuse_unused(
     return warnings
 
 
-def _off(name: str, use: Use) -> str:
+def _off(name: str, use: Use, off: list[str]) -> str:
+    which = " and ".join(PREFIX + o for o in off)
     return (
-        f"{name} is set but unused while {PREFIX}nic_configuration is false: only {use.by} uses "
-        "it (kept for when it is turned on again)"
+        f"{name} is set but unused while {which} {'is' if len(off) == 1 else 'are'} false: only "
+        f"{use.by} uses it (kept for when it is turned on again)"
     )

@@ -212,8 +212,8 @@ def test_a_threshold_set_while_monitoring_is_off_is_kept_with_a_warning():
     assert plan["monitoring"]["thresholds"]["cnp_per_second"] == 100
     assert plan["warnings"] == [
         "gpudirect_rdma_monitoring_cnp_per_second is set but unused while "
-        "gpudirect_rdma_monitoring is false: only the monitoring step's alerts use it (kept for "
-        "when it is turned on again)"
+        "gpudirect_rdma_monitoring is false: only gpudirect_rdma_monitoring: true (its alerts) "
+        "uses it (kept for when it is turned on again)"
     ]
 
 
@@ -248,7 +248,10 @@ def test_the_pfc_priority_is_used_by_the_pfc_alert_on_roce():
     assert plan["warnings"] == []
     # Neither the alert nor the NIC firmware opt-in: kept for when one is turned on, and said.
     (warning,) = plan_with(roce_pfc_priority=5)["warnings"]
-    assert warning.startswith("gpudirect_rdma_roce_pfc_priority is set but unused")
+    assert warning.startswith(
+        "gpudirect_rdma_roce_pfc_priority is set but unused while "
+        "gpudirect_rdma_nic_configuration and gpudirect_rdma_monitoring are false: only "
+    )
     assert "gpudirect_rdma_monitoring: true on one (its PFC pause alert)" in warning
 
 
